@@ -1,0 +1,13 @@
+"""memstore: a persistent memory store for AI agents, kept small and free of duplicates."""
+
+from .consolidate import ConsolidationReport, RestoreReport
+from .errors import IdConflictError, MemstoreError, NotFoundError, SchemaError, StoreBusyError, ValidationError
+from .normalize import normalize_key
+from .reference import consolidate_memories
+from .store import AddResult, MemoryStore
+
+__all__ = [
+    "AddResult", "ConsolidationReport", "IdConflictError", "MemoryStore", "MemstoreError",
+    "NotFoundError", "RestoreReport", "SchemaError", "StoreBusyError", "ValidationError",
+    "consolidate_memories", "normalize_key",
+]  # fmt: skip

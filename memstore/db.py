@@ -1,0 +1,104 @@
+"""Engines: one place for the connection URL, the SQLite pragmas and how transactions begin."""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+
+from .errors import StoreBusyError
+
+# Long enough for a consolidation run of a million rows to finish while an agent waits to write.
+BUSY_TIMEOUT_MS = 60_000
+# Execution option that marks a connection whose transactions will write.
+WRITE_OPTION = "memstore_write"
+
+_engines: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+
+
+def _forget_connections_after_fork() -> None:
+    # A pooled SQLite connection used by two processes corrupts the file: the child starts afresh.
+    for engine in list(_engines):
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_forget_connections_after_fork)
+
+
+def database_url(path_or_url: str | os.PathLike[str]) -> str:
+    """A SQLAlchemy URL from a file path or a URL; a plain path means a SQLite file."""
+    text = os.fspath(path_or_url)
+    if "://" in text:
+        return text
+    return "sqlite:///" + str(Path(text).expanduser().resolve())
+
+
+def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
+    return engine_or_conn.dialect.name == "sqlite"
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def on_connect(dbapi_connection, _record) -> None:
+        # Take transaction control away from the driver: it begins lazily and never for some
+        # statements, which turns a waiting writer into an instant "database is locked".
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def on_begin(conn: Connection) -> None:
+        # Writers take the write lock up front, so they queue on busy_timeout instead of failing
+        # on a lock upgrade halfway through.
+        mode = "IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "DEFERRED"
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def make_engine(path_or_url: str | os.PathLike[str]) -> Engine:
+    url = make_url(database_url(path_or_url))
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url)
+    if engine.dialect.name == "sqlite":
+        _configure_sqlite(engine)
+    _engines.add(engine)
+    return engine
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """One write transaction (BEGIN IMMEDIATE on SQLite): committed whole or rolled back whole."""
+    try:
+        with engine.connect() as conn:
+            conn = conn.execution_options(**{WRITE_OPTION: True})
+            with conn.begin():
+                yield conn
+    except OperationalError as exc:
+        if "database is locked" in str(exc.orig) or "database is busy" in str(exc.orig):
+            raise StoreBusyError(
+                f"the store is locked by another writer for more than {BUSY_TIMEOUT_MS // 1000} s; try again"
+            ) from exc
+        raise
+
+
+@contextmanager
+def read_transaction(engine: Engine) -> Iterator[Connection]:
+    """A consistent snapshot for reads."""
+    with engine.connect() as conn, conn.begin():
+        yield conn
+
+
+def default_location() -> str:
+    """MEMSTORE_DB if set, else `memstore.db` in the per-user app directory."""
+    import click  # only for its per-platform app directory rule
+
+    return os.environ.get("MEMSTORE_DB") or str(Path(click.get_app_dir("memstore")) / "memstore.db")

@@ -1,0 +1,34 @@
+"""memstore's exceptions: one base class, so the CLI can turn any of them into one line and exit 1."""
+
+from __future__ import annotations
+
+
+class MemstoreError(Exception):
+    """Base of every error memstore raises on purpose."""
+
+
+class ValidationError(MemstoreError, ValueError):
+    """A record or an input line that cannot be stored, with where and which field."""
+
+    def __init__(self, location: str, field: str | None, problem: str) -> None:
+        self.location = location
+        self.field = field
+        self.problem = problem
+        where = f"{location}: field '{field}'" if field else location
+        super().__init__(f"{where}: {problem}")
+
+
+class IdConflictError(MemstoreError):
+    """A different record already holds this id, live or archived."""
+
+
+class NotFoundError(MemstoreError):
+    """No memory or run with that id."""
+
+
+class SchemaError(MemstoreError):
+    """The database's schema is not one this memstore can use."""
+
+
+class StoreBusyError(MemstoreError):
+    """The write lock could not be had within the busy timeout."""

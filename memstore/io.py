@@ -1,0 +1,139 @@
+"""Reading and writing memories as JSON: a JSON array or JSON Lines, validated with line numbers.
+
+Accepted record shapes (fields may be mixed):
+
+* memstore's own export: ``id, namespace, text, timestamp, importance, pinned, created_at,
+  updated_at, last_recalled_at, recall_count, fact_key, meta``;
+* the consolidation spec's ``{"id", "text", "timestamp", "importance"}``;
+* the hygiene spec's ``{"id", "text", "created_at", "updated_at", "last_recalled_at",
+  "recall_count", "pinned", "key"}`` with ISO dates; ``key`` is stored as ``fact_key``.
+
+Dates may be Unix milliseconds or ISO 8601 dates/datetimes (a naive one is UTC). A missing
+``timestamp`` is taken from ``updated_at``, else ``created_at``. ``norm_key`` in the input is
+ignored: the key is always recomputed.
+
+>>> [p.row["norm_key"] for p in read_memories(io.StringIO('{"id": "a", "text": "Hi!"}'), "x.jsonl")]
+['hi']
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import IO, Any
+
+from .errors import ValidationError
+from .records import PreparedRow, now_ms, prepare_row
+from .validate import is_int
+
+DATE_FIELDS = ("created_at", "updated_at", "last_recalled_at", "timestamp")
+# Columns written by export that are derived, so import drops them rather than trusting them.
+DERIVED_FIELDS = ("norm_key",)
+
+
+def iso_to_ms(value: str) -> int:
+    moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _array_items(text: str, name: str) -> Iterator[tuple[int, Any]]:
+    """Each element of a top-level JSON array, with the line it starts on."""
+    decoder = json.JSONDecoder()
+
+    def skip_space(pos: int) -> int:
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+        return pos
+
+    def invalid(pos: int, problem: str) -> ValidationError:
+        return ValidationError(f"{name} line {_line_of(text, pos)}", None, f"invalid JSON: {problem}")
+
+    pos = skip_space(text.index("[") + 1)
+    while not text.startswith("]", pos):
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise invalid(exc.pos, exc.msg) from None
+        yield _line_of(text, pos), value
+        pos = skip_space(end)
+        if text.startswith(",", pos):
+            pos = skip_space(pos + 1)
+            if text.startswith("]", pos):
+                raise invalid(pos, "trailing comma")
+        elif not text.startswith("]", pos):
+            raise invalid(pos, "expected ',' or ']'")
+    if text[pos + 1 :].strip():
+        raise invalid(pos + 1, "text after the array")
+
+
+def _jsonl_items(text: str, name: str) -> Iterator[tuple[int, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"{name} line {number}", None, f"invalid JSON: {exc.msg}") from None
+
+
+def decode_text(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8-sig")  # a leading BOM is dropped
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ValidationError(f"{name} line {line}", None, f"not valid UTF-8 (byte {exc.start})") from None
+
+
+def _to_input_record(value: Any, location: str) -> dict[str, Any]:
+    """Map one decoded JSON object onto the fields `prepare_row` takes."""
+    if not isinstance(value, dict):
+        raise ValidationError(location, None, "must be a JSON object")
+    record = {k: v for k, v in value.items() if k not in DERIVED_FIELDS}
+    if "key" in record:
+        if record.get("fact_key") is not None:
+            raise ValidationError(location, "key", "give either 'key' or 'fact_key', not both")
+        record["fact_key"] = record.pop("key")
+    for field in DATE_FIELDS:
+        value = record.get(field)
+        if isinstance(value, str):
+            try:
+                record[field] = iso_to_ms(value)
+            except ValueError:
+                raise ValidationError(location, field, f"is not an ISO date: {value[:40]!r}") from None
+        elif value is not None and not is_int(value):
+            raise ValidationError(location, field, f"must be an integer (Unix ms) or an ISO date, got {value!r:.40}")
+    return record
+
+
+def read_memories(source: IO[bytes] | IO[str], name: str, namespace: str | None = None) -> list[PreparedRow]:
+    """Read and validate every record of a JSON array or JSONL stream; raise on the first bad one."""
+    data = source.read()
+    text = decode_text(data, name) if isinstance(data, bytes) else data.removeprefix("\ufeff")
+    items = _array_items(text, name) if text.lstrip().startswith("[") else _jsonl_items(text, name)
+    now = now_ms()
+    prepared = []
+    for line, value in items:
+        location = f"{name} line {line}"
+        record = _to_input_record(value, location)
+        if namespace is not None:
+            record.setdefault("namespace", namespace)
+        prepared.append(prepare_row(record, location, now))
+    return prepared
+
+
+def write_jsonl(rows, stream: IO[str]) -> int:
+    """Write rows as JSON Lines (derived columns left out); return how many were written."""
+    count = 0
+    for row in rows:
+        stream.write(json.dumps({k: v for k, v in row.items() if k not in DERIVED_FIELDS}, ensure_ascii=False))
+        stream.write("\n")
+        count += 1
+    return count

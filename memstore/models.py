@@ -1,0 +1,138 @@
+"""The schema. Table and column names are part of the interface: people read them in the sqlite3 shell.
+
+Times are Unix milliseconds in signed 64-bit integers (`timestamp`, `created_at`, ...), so the
+consolidation rules compare plain numbers and `datetime(created_at / 1000, 'unixepoch')` reads them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Text,
+    false,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# Every constraint gets a stable name; Alembic's batch mode on SQLite needs names to alter tables.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+ARCHIVE_REASONS = ("duplicate", "evicted", "stale", "manual")
+RUN_STATUSES = ("applied", "restored")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class MemoryColumns:
+    """Columns shared by the live set and the archive, so an archived row is the live row, whole."""
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text, server_default="default")
+    text: Mapped[str] = mapped_column(Text)
+    # Written by the application from normalize_key(text) on every write path; never taken from input.
+    norm_key: Mapped[str] = mapped_column(Text)
+    timestamp: Mapped[int] = mapped_column(BigInteger)
+    importance: Mapped[int] = mapped_column(Integer)
+    pinned: Mapped[bool] = mapped_column(server_default=false())
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+    last_recalled_at: Mapped[Optional[int]] = mapped_column(BigInteger)
+    recall_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    fact_key: Mapped[Optional[str]] = mapped_column(Text)
+    meta: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+
+
+class Memory(MemoryColumns, Base):
+    """The live set: what recall sees and what consolidation ranks."""
+
+    __tablename__ = "memories"
+    __table_args__ = (
+        CheckConstraint("importance BETWEEN 1 AND 5", name="importance_range"),
+        CheckConstraint("recall_count >= 0", name="recall_count_nonnegative"),
+    )
+
+
+class ArchivedMemory(MemoryColumns, Base):
+    """Every record that left the live set, whole, with why and by which run. Nothing is hard-deleted."""
+
+    __tablename__ = "memory_archive"
+
+    # sort_order puts the archive's own columns after the copied memory columns.
+    archived_at: Mapped[int] = mapped_column(BigInteger, sort_order=1)
+    reason: Mapped[str] = mapped_column(Text, sort_order=1)
+    superseded_by: Mapped[Optional[str]] = mapped_column(Text, sort_order=1)
+    run_id: Mapped[Optional[int]] = mapped_column(
+        ForeignKey("consolidation_runs.id"), index=True, sort_order=1
+    )
+
+    __table_args__ = (
+        CheckConstraint("importance BETWEEN 1 AND 5", name="importance_range"),
+        CheckConstraint("recall_count >= 0", name="recall_count_nonnegative"),
+        CheckConstraint(
+            "reason IN (" + ", ".join(f"'{r}'" for r in ARCHIVE_REASONS) + ")", name="reason_known"
+        ),
+    )
+
+
+class ConsolidationRun(Base):
+    """One row per applied job run: its parameters, what it did, and whether it was undone."""
+
+    __tablename__ = "consolidation_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(Text, server_default="consolidate")
+    # NULL when the run covered every namespace.
+    namespace: Mapped[Optional[str]] = mapped_column(Text)
+    capacity: Mapped[Optional[int]] = mapped_column(Integer)
+    params: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(Text, server_default="applied")
+    started_at: Mapped[int] = mapped_column(BigInteger)
+    finished_at: Mapped[int] = mapped_column(BigInteger)
+    live_before: Mapped[int] = mapped_column(Integer)
+    kept: Mapped[int] = mapped_column(Integer)
+    duplicates: Mapped[int] = mapped_column(Integer)
+    evicted: Mapped[int] = mapped_column(Integer)
+    restored_at: Mapped[Optional[int]] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        CheckConstraint(
+            "status IN (" + ", ".join(f"'{s}'" for s in RUN_STATUSES) + ")", name="status_known"
+        ),
+    )
+
+
+_memories = Memory.__table__
+
+# The two orders of the rules, defined once: the job's SQL and the indexes below both use them.
+# Stage 1, inside a (namespace, norm_key) group: a pinned memory wins, then the newest, then the
+# more important, then the smallest id.
+STAGE1_ORDER = (
+    _memories.c.pinned.desc(),
+    _memories.c.timestamp.desc(),
+    _memories.c.importance.desc(),
+    _memories.c.id,
+)
+# Stage 2 ranking: importance DESC, timestamp DESC, id ASC.
+RANK_ORDER = (_memories.c.importance.desc(), _memories.c.timestamp.desc(), _memories.c.id)
+
+# Stage 1 walks each (namespace, norm_key) group in window order straight off this index.
+Index("ix_memories_stage1", _memories.c.namespace, _memories.c.norm_key, *STAGE1_ORDER)
+# Stage 2 reads the top `capacity` unpinned rows of a namespace without sorting the table.
+Index("ix_memories_rank", _memories.c.namespace, _memories.c.pinned, *RANK_ORDER)
+
+MEMORY_COLUMNS = tuple(c.name for c in _memories.columns)

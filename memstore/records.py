@@ -1,0 +1,115 @@
+"""Turning an input record into a row of `memories`: validation, defaults and the stored key.
+
+Every write path goes through `prepare_row`, so `norm_key` is always computed here and never taken
+from input.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ValidationError
+from .normalize import normalize_key
+from .validate import (
+    IMPORTANCE_MAX,
+    IMPORTANCE_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    check_bool,
+    check_int,
+    check_rule_fields,
+    check_string,
+)
+
+DEFAULT_NAMESPACE = "default"
+DEFAULT_IMPORTANCE = 3
+# Fields a caller may give; `norm_key` is deliberately not among them.
+INPUT_FIELDS = frozenset(
+    {
+        "id", "text", "namespace", "timestamp", "importance", "pinned", "fact_key", "meta",
+        "created_at", "updated_at", "last_recalled_at", "recall_count",
+    }
+)  # fmt: skip
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class PreparedRow:
+    row: dict[str, Any]
+    given: frozenset[str]  # the fields the caller set; a retry is compared on these only
+    location: str
+
+
+def prepare_row(record: Mapping[str, Any], location: str, now: int | None = None) -> PreparedRow:
+    """Validate one input record and build its full `memories` row.
+
+    Defaults: a generated id, namespace "default", importance 3, not pinned; `timestamp` is the
+    record's `updated_at` or `created_at` if given, else now (Unix ms).
+    """
+    if not isinstance(record, Mapping):
+        raise ValidationError(location, None, "must be a JSON object")
+    unknown = sorted(set(record) - INPUT_FIELDS)
+    if unknown:
+        raise ValidationError(location, unknown[0], "is not a memstore field")
+    given = frozenset(k for k, v in record.items() if v is not None)
+    now = now_ms() if now is None else now
+
+    def ms(field: str) -> int | None:
+        value = record.get(field)
+        return None if value is None else check_int(value, location, field, INT64_MIN, INT64_MAX)
+
+    created_at = ms("created_at")
+    updated_at = ms("updated_at")
+    timestamp = ms("timestamp")
+    if timestamp is None:
+        timestamp = updated_at if updated_at is not None else created_at if created_at is not None else now
+    created_at = created_at if created_at is not None else now
+    row = {
+        "id": record["id"] if record.get("id") is not None else new_id(),
+        "namespace": record.get("namespace") if record.get("namespace") is not None else DEFAULT_NAMESPACE,
+        "text": record.get("text"),
+        "timestamp": timestamp,
+        "importance": record.get("importance") if record.get("importance") is not None else DEFAULT_IMPORTANCE,
+        "pinned": record.get("pinned") if record.get("pinned") is not None else False,
+        "created_at": created_at,
+        "updated_at": updated_at if updated_at is not None else created_at,
+        "last_recalled_at": ms("last_recalled_at"),
+        "recall_count": record.get("recall_count") if record.get("recall_count") is not None else 0,
+        "fact_key": record.get("fact_key"),
+        "meta": record.get("meta"),
+    }
+    if "text" not in given:
+        raise ValidationError(location, "text", "is missing")
+    # The rule fields are checked exactly as the reference checks them.
+    check_rule_fields(row, location)
+    check_string(row["namespace"], location, "namespace", allow_empty=False)
+    check_bool(row["pinned"], location, "pinned")
+    check_int(row["recall_count"], location, "recall_count", 0, INT64_MAX)
+    if row["fact_key"] is not None:
+        check_string(row["fact_key"], location, "fact_key")
+    if row["meta"] is not None and not isinstance(row["meta"], Mapping):
+        raise ValidationError(location, "meta", "must be a JSON object")
+    row["norm_key"] = normalize_key(row["text"])
+    return PreparedRow(row=row, given=given, location=location)
+
+
+def is_retry_of(prepared: PreparedRow, stored: Mapping[str, Any]) -> bool:
+    """True when `stored` already holds what the caller asked for (an agent retrying a write)."""
+    return all(prepared.row[field] == stored[field] for field in prepared.given)
+
+
+__all__ = [
+    "DEFAULT_IMPORTANCE", "DEFAULT_NAMESPACE", "IMPORTANCE_MAX", "IMPORTANCE_MIN",
+    "PreparedRow", "is_retry_of", "new_id", "now_ms", "prepare_row",
+]  # fmt: skip

@@ -1,0 +1,204 @@
+"""`MemoryStore`: the Python API. It owns the transactions; SQL does the set work."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import IO, Any
+
+from sqlalchemy import Connection, func, insert, select
+
+from . import consolidate as job
+from .db import default_location, is_sqlite, make_engine, read_transaction, write_transaction
+from .errors import IdConflictError, NotFoundError, ValidationError
+from .io import read_memories
+from .migrate import upgrade
+from .models import MEMORY_COLUMNS, RANK_ORDER, ArchivedMemory, ConsolidationRun, Memory
+from .records import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, PreparedRow, is_retry_of, now_ms, prepare_row
+from .validate import check_capacity
+
+memories = Memory.__table__
+archive = ArchivedMemory.__table__
+runs = ConsolidationRun.__table__
+
+# SQLite allows 32766 bound parameters per statement; stay well below for id look-ups.
+_LOOKUP_CHUNK = 500
+
+
+@dataclass
+class AddResult:
+    added: int
+    unchanged: int  # identical records already stored (retries)
+    ids: list[str]  # every input record's id, in input order
+
+
+class MemoryStore:
+    """A memory store in a SQLite file (a path) or any SQLAlchemy URL; opening it migrates it to head.
+
+    >>> store = MemoryStore(tmp_path / "demo.db")              # doctest: +SKIP
+    >>> store.add("User prefers dark mode.", id="m1")          # doctest: +SKIP
+    """
+
+    def __init__(self, path_or_url: str | os.PathLike[str] | None = None) -> None:
+        self.location = os.fspath(path_or_url) if path_or_url is not None else default_location()
+        self.engine = make_engine(self.location)
+        upgrade(self.engine)
+
+    @property
+    def url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def add(
+        self,
+        text: str,
+        *,
+        id: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+        timestamp: int | None = None,
+        importance: int = DEFAULT_IMPORTANCE,
+        pinned: bool = False,
+        fact_key: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Store one memory and return its row. Re-adding an identical record is a no-op."""
+        record = {
+            "id": id, "text": text, "namespace": namespace, "timestamp": timestamp,
+            "importance": importance, "pinned": pinned, "fact_key": fact_key, "meta": meta,
+        }  # fmt: skip
+        prepared = prepare_row(record, "memory")
+        self._write([prepared])
+        return self.get(prepared.row["id"])
+
+    def add_many(self, records: Iterable[Mapping[str, Any]]) -> AddResult:
+        """Store many memories in one transaction; every record is validated before anything is written."""
+        now = now_ms()
+        prepared = [prepare_row(record, f"record {index}", now) for index, record in enumerate(records)]
+        return self.add_prepared(prepared)
+
+    def add_prepared(self, prepared: list[PreparedRow]) -> AddResult:
+        """Write rows already checked by `prepare_row` (the importer's path)."""
+        first_location: dict[str, str] = {}
+        for item in prepared:
+            row_id = item.row["id"]
+            if row_id in first_location:
+                raise ValidationError(item.location, "id", f"repeats the id {row_id!r} of {first_location[row_id]}")
+            first_location[row_id] = item.location
+        added = self._write(prepared)
+        return AddResult(added=added, unchanged=len(prepared) - added, ids=[p.row["id"] for p in prepared])
+
+    def import_file(self, source: IO[bytes] | IO[str], name: str, namespace: str | None = None) -> AddResult:
+        """Import a JSON array or JSONL stream: all records validated first, then one transaction."""
+        return self.add_prepared(read_memories(source, name, namespace))
+
+    def _write(self, prepared: list[PreparedRow]) -> int:
+        with write_transaction(self.engine) as conn:
+            stored = self._stored_rows(conn, [item.row["id"] for item in prepared])
+            new_rows = []
+            for item in prepared:
+                existing = stored.get(item.row["id"])
+                if existing is None:
+                    new_rows.append(item.row)
+                elif not is_retry_of(item, existing):
+                    raise IdConflictError(
+                        f"{item.location}: field 'id': {item.row['id']!r} already holds a different memory"
+                        + (" (archived)" if existing.get("archived_at") is not None else "")
+                    )
+            if new_rows:
+                conn.execute(insert(memories), new_rows)
+            return len(new_rows)
+
+    @staticmethod
+    def _stored_rows(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Live or archived rows holding any of `ids` (ids are unique across both tables)."""
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(ids), _LOOKUP_CHUNK):
+            chunk = ids[start : start + _LOOKUP_CHUNK]
+            for table in (memories, archive):
+                for row in conn.execute(select(table).where(table.c.id.in_(chunk))).mappings():
+                    found[row["id"]] = dict(row)
+        return found
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def get(self, id: str) -> dict[str, Any]:
+        """The memory with this id, live or archived; archived rows carry `archived_at`, `reason`, ..."""
+        with read_transaction(self.engine) as conn:
+            found = self._stored_rows(conn, [id])
+        if id not in found:
+            raise NotFoundError(f"no memory with id {id!r}")
+        return found[id]
+
+    def list(
+        self, namespace: str | None = DEFAULT_NAMESPACE, *, archived: bool = False, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Memories of one namespace (None: all), live in rank order, or archived by archive time."""
+        return list(self.iter_rows(namespace, archived=archived, limit=limit))
+
+    def iter_rows(
+        self, namespace: str | None = None, *, archived: bool = False, limit: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        table = archive if archived else memories
+        order = (table.c.archived_at, table.c.id) if archived else (table.c.namespace, *RANK_ORDER)
+        query = select(table).order_by(*order).limit(limit)
+        if namespace is not None:
+            query = query.where(table.c.namespace == namespace)
+        with read_transaction(self.engine) as conn:
+            for row in conn.execute(query).mappings():
+                yield dict(row)
+
+    def count(self, namespace: str | None = None, *, archived: bool = False) -> int:
+        table = archive if archived else memories
+        query = select(func.count()).select_from(table)
+        if namespace is not None:
+            query = query.where(table.c.namespace == namespace)
+        with read_transaction(self.engine) as conn:
+            return conn.execute(query).scalar_one()
+
+    def runs(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Consolidation runs, newest first."""
+        with read_transaction(self.engine) as conn:
+            return [dict(r) for r in conn.execute(select(runs).order_by(runs.c.id.desc()).limit(limit)).mappings()]
+
+    # -- the job ------------------------------------------------------------------------------
+
+    def consolidate(
+        self, capacity: int, namespace: str | None = DEFAULT_NAMESPACE, dry_run: bool = False
+    ) -> job.ConsolidationReport:
+        """Deduplicate, then evict to `capacity`, in one transaction; `namespace=None` runs every namespace.
+
+        A dry run executes the same statements and rolls them back, so its plan is the real plan.
+        """
+        check_capacity(capacity)
+        with write_transaction(self.engine) as conn:
+            report = job.consolidate_in_transaction(conn, capacity, namespace, now_ms(), dry_run=dry_run)
+            if dry_run:
+                conn.get_transaction().rollback()
+        return report
+
+    def restore(self, run_id: int) -> job.RestoreReport:
+        """Undo a run: its archived rows go back to the live set, whole."""
+        with write_transaction(self.engine) as conn:
+            return job.restore_in_transaction(conn, run_id, now_ms())
+
+    def namespaces(self) -> list[str]:
+        with read_transaction(self.engine) as conn:
+            return list(conn.execute(select(memories.c.namespace).distinct().order_by(memories.c.namespace)).scalars())
+
+    @property
+    def is_sqlite(self) -> bool:
+        return is_sqlite(self.engine)
+
+
+__all__ = ["AddResult", "MemoryStore", "MEMORY_COLUMNS"]

@@ -1,0 +1,75 @@
+"""Field rules shared by the reference and the store, so both accept exactly the same records.
+
+Pure Python: nothing here touches the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import ValidationError
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+IMPORTANCE_MIN = 1
+IMPORTANCE_MAX = 5
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def is_int(value: Any) -> bool:
+    """True for an int that is not a bool (JSON `true` must not pass as importance 1)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_string(value: Any, location: str, field: str, *, allow_empty: bool = True) -> str:
+    """A str that SQLite and PostgreSQL can both store: no NUL, no lone surrogate."""
+    if not isinstance(value, str):
+        raise ValidationError(location, field, f"must be a string, got {_describe(value)}")
+    if not allow_empty and not value:
+        raise ValidationError(location, field, "must not be empty")
+    if "\x00" in value:
+        raise ValidationError(location, field, "must not contain a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(location, field, "is not valid Unicode (lone surrogate)") from None
+    return value
+
+
+def check_int(value: Any, location: str, field: str, low: int, high: int) -> int:
+    if not is_int(value) or not low <= value <= high:
+        bounds = f"{low}..{high}" if high - low < 100 else "a signed 64-bit range"
+        raise ValidationError(location, field, f"must be an integer in {bounds}, got {_describe(value)}")
+    return value
+
+
+def check_bool(value: Any, location: str, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationError(location, field, f"must be true or false, got {_describe(value)}")
+    return value
+
+
+def check_capacity(capacity: Any) -> int:
+    if not is_int(capacity) or capacity < 0:
+        raise ValidationError("capacity", None, f"must be a non-negative integer, got {_describe(capacity)}")
+    return capacity
+
+
+def check_rule_fields(record: Any, location: str) -> None:
+    """The fields the consolidation rules read: id, text, timestamp, importance (and pinned)."""
+    if not isinstance(record, Mapping):
+        raise ValidationError(location, None, f"must be an object, got {_describe(record)}")
+    for field in ("id", "text", "timestamp", "importance"):
+        if field not in record:
+            raise ValidationError(location, field, "is missing")
+    check_string(record["id"], location, "id", allow_empty=False)
+    check_string(record["text"], location, "text")
+    check_int(record["timestamp"], location, "timestamp", INT64_MIN, INT64_MAX)
+    check_int(record["importance"], location, "importance", IMPORTANCE_MIN, IMPORTANCE_MAX)
+    if "pinned" in record:
+        check_bool(record["pinned"], location, "pinned")
