@@ -43,7 +43,11 @@ class MemoryStore:
     def __init__(self, path_or_url: str | os.PathLike[str] | None = None) -> None:
         self.location = os.fspath(path_or_url) if path_or_url is not None else default_location()
         self.engine = make_engine(self.location)
-        upgrade(self.engine)
+        try:
+            upgrade(self.engine)
+        except BaseException:
+            self.engine.dispose()
+            raise
 
     @property
     def url(self) -> str:

@@ -1,0 +1,29 @@
+"""Hypothesis strategies for stores that exercise every tie and collision the rules have."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+# Small alphabets make collisions and ties common: case, Unicode whitespace, removed punctuation.
+TEXT_ALPHABET = list("aAbBéÉß İ") + list(".,!?;:'\"") + ["\t", "\n", "\u00a0", "\u2003", "-", "…"]
+ID_ALPHABET = list("aBbé_1Zß") + ["\u0301", "\U0001f600"]
+NAMESPACES = ["default", "work", "Ω"]
+
+memory_texts = st.text(alphabet=TEXT_ALPHABET, max_size=6)
+timestamps = st.one_of(st.integers(-3, 3), st.sampled_from([-(2**63), 2**63 - 1]))
+
+
+@st.composite
+def stores(draw, max_size: int = 14) -> list[dict]:
+    ids = draw(st.lists(st.text(alphabet=ID_ALPHABET, min_size=1, max_size=3), unique=True, max_size=max_size))
+    return [
+        {
+            "id": memory_id,
+            "text": draw(memory_texts),
+            "timestamp": draw(timestamps),
+            "importance": draw(st.sampled_from([1, 2, 2, 5])),
+            "pinned": draw(st.integers(0, 5)) == 0,
+            "namespace": draw(st.sampled_from(NAMESPACES)),
+        }
+        for memory_id in ids
+    ]

@@ -1,0 +1,331 @@
+"""The schema migrations: one head, up from nothing, models == DDL, every step reversible, and the
+guard that keeps an old memstore away from a database a newer one migrated.
+
+Every test runs on a real SQLite file in tmp_path; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from click.testing import CliRunner
+from sqlalchemy import Engine
+
+from memstore.cli import cli
+from memstore.db import make_engine, write_transaction
+from memstore.errors import SchemaError
+from memstore.migrate import alembic_config, current_revision, head_revision, index_drift, upgrade
+from memstore.models import Base
+from memstore.store import MemoryStore
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MEMSTORE_TABLES = {"memories", "memory_archive", "consolidation_runs"}
+MODEL_INDEXES = {"ix_memories_rank", "ix_memories_stage1", "ix_memory_archive_run_id"}
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def revisions_base_to_head() -> list[str]:
+    """Every revision id, oldest first (walk_revisions goes head -> base)."""
+    return [script.revision for script in reversed(list(scripts().walk_revisions("base", "heads")))]
+
+
+def tables(path: Path) -> set[str]:
+    """User tables in the file, read with the stdlib driver so the check does not rely on memstore."""
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        return {name for (name,) in rows}
+
+
+def version_in_file(path: Path) -> list[str]:
+    with sqlite3.connect(path) as conn:
+        return [v for (v,) in conn.execute("SELECT version_num FROM alembic_version")]
+
+
+def migrate(engine: Engine, direction: str, target: str) -> None:
+    """Run an Alembic command the way memstore does: on its connection, inside one write transaction."""
+    with write_transaction(engine) as conn:
+        getattr(command, direction)(alembic_config(conn), target)
+
+
+def revision_of(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return current_revision(conn)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"
+
+
+@pytest.fixture
+def engine(db_path: Path) -> Iterator[Engine]:
+    engine = make_engine(db_path)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def migrated(engine: Engine) -> Engine:
+    assert upgrade(engine) == head_revision()
+    return engine
+
+
+def schema_diff(engine: Engine) -> list:
+    """Alembic autogenerate's comparison, configured as migrations/env.py configures it."""
+    with engine.connect() as conn:
+        context = MigrationContext.configure(
+            conn,
+            opts={
+                "target_metadata": Base.metadata,
+                "render_as_batch": conn.dialect.name == "sqlite",
+                "compare_type": True,
+                "compare_server_default": False,
+            },
+        )
+        return compare_metadata(context, Base.metadata)
+
+
+def drift(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        return index_drift(conn)
+
+
+def set_version(path: Path, version: str) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = ?", (version,))
+    assert version_in_file(path) == [version]
+
+
+# -- one head ---------------------------------------------------------------------------------
+
+
+def test_migrations_folder_has_exactly_one_head() -> None:
+    heads = scripts().get_heads()
+    assert len(heads) == 1, f"branched migrations, heads: {heads}"
+    assert heads[0] == head_revision()
+
+
+def test_migration_chain_starts_at_base_and_is_linear() -> None:
+    ordered = revisions_base_to_head()
+    script_dir = scripts()
+    assert script_dir.get_revision(ordered[0]).down_revision is None
+    for older, newer in zip(ordered, ordered[1:]):
+        assert script_dir.get_revision(newer).down_revision == older
+    assert ordered[-1] == head_revision()
+
+
+# -- upgrade from nothing ---------------------------------------------------------------------
+
+
+def test_upgrading_an_empty_database_creates_the_tables_at_head(engine: Engine, db_path: Path) -> None:
+    assert revision_of(engine) is None
+
+    migrate(engine, "upgrade", "head")
+
+    assert tables(db_path) == MEMSTORE_TABLES | {"alembic_version"}
+    assert version_in_file(db_path) == [head_revision()]
+    assert revision_of(engine) == head_revision()
+
+
+def test_upgrade_creates_every_index_of_the_models(migrated: Engine, db_path: Path) -> None:
+    with sqlite3.connect(db_path) as conn:
+        names = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+    assert names == MODEL_INDEXES
+
+
+# -- models == DDL ----------------------------------------------------------------------------
+
+
+def test_models_match_the_migrated_schema(migrated: Engine) -> None:
+    assert schema_diff(migrated) == []
+    assert drift(migrated) == []
+
+
+def test_schema_comparison_notices_a_missing_index(migrated: Engine) -> None:
+    # Proof that the comparison above can fail: take away an index the models declare.
+    with write_transaction(migrated) as conn:
+        conn.exec_driver_sql("DROP INDEX ix_memory_archive_run_id")
+
+    diff = schema_diff(migrated)
+    assert [op[0] for op in diff] == ["add_index"]
+    assert diff[0][1].name == "ix_memory_archive_run_id"
+    assert drift(migrated) == ["index ix_memory_archive_run_id is missing"]
+
+
+@pytest.mark.parametrize(
+    ("index", "without_desc"),
+    [
+        ("ix_memories_rank", "CREATE INDEX ix_memories_rank ON memories (namespace, pinned, importance, timestamp, id)"),
+        (
+            "ix_memories_stage1",
+            "CREATE INDEX ix_memories_stage1 ON memories (namespace, norm_key, pinned, timestamp DESC, importance DESC, id)",
+        ),
+    ],
+)
+def test_index_drift_reports_an_index_that_lost_its_desc(migrated: Engine, index: str, without_desc: str) -> None:
+    # What a careless batch-mode table rebuild leaves behind: same columns, sort order gone.
+    with write_transaction(migrated) as conn:
+        conn.exec_driver_sql(f"DROP INDEX {index}")
+        conn.exec_driver_sql(without_desc)
+
+    reported = drift(migrated)
+
+    assert len(reported) == 1
+    assert reported[0].startswith(f"index {index} is ")
+    assert f"`{without_desc}`" in reported[0]
+
+
+# -- down and up again ------------------------------------------------------------------------
+
+
+def test_every_revision_downgrades_and_upgrades_again(engine: Engine, db_path: Path) -> None:
+    script_dir = scripts()
+    for revision in revisions_base_to_head():
+        previous = script_dir.get_revision(revision).down_revision
+
+        migrate(engine, "upgrade", revision)
+        assert revision_of(engine) == revision
+        schema_at_revision = tables(db_path)
+
+        migrate(engine, "downgrade", "-1")
+        assert revision_of(engine) == previous
+
+        migrate(engine, "upgrade", revision)
+        assert revision_of(engine) == revision
+        assert tables(db_path) == schema_at_revision
+
+    assert revision_of(engine) == head_revision()
+    assert schema_diff(engine) == []
+    assert drift(engine) == []
+
+    migrate(engine, "downgrade", "base")
+    assert revision_of(engine) is None
+    assert tables(db_path) & MEMSTORE_TABLES == set()
+    assert tables(db_path) <= {"alembic_version"}
+    with sqlite3.connect(db_path) as conn:
+        leftover_indexes = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").fetchall()
+    assert leftover_indexes == []
+
+    migrate(engine, "upgrade", "head")
+    assert revision_of(engine) == head_revision()
+    assert tables(db_path) == MEMSTORE_TABLES | {"alembic_version"}
+    assert schema_diff(engine) == []
+    assert drift(engine) == []
+
+
+# -- the alembic command line in the checkout ---------------------------------------------------
+
+
+def run_alembic(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
+    alembic = Path(sys.executable).parent / "alembic"
+    assert alembic.exists(), f"no alembic executable next to {sys.executable}"
+    env = {**os.environ, "MEMSTORE_DB": str(db)}
+    return subprocess.run(
+        [str(alembic), *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_alembic_upgrade_head_and_check_pass_from_the_checkout(db_path: Path) -> None:
+    upgraded = run_alembic("upgrade", "head", db=db_path)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert version_in_file(db_path) == [head_revision()]
+    assert MEMSTORE_TABLES <= tables(db_path)
+
+    checked = run_alembic("check", db=db_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "No new upgrade operations detected" in checked.stdout + checked.stderr
+
+
+def test_alembic_check_fails_on_a_database_that_differs_from_the_models(db_path: Path) -> None:
+    # The subprocess check above must be able to fail: a missing index is an upgrade operation.
+    assert run_alembic("upgrade", "head", db=db_path).returncode == 0
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("DROP INDEX ix_memory_archive_run_id")
+
+    checked = run_alembic("check", db=db_path)
+    assert checked.returncode != 0
+    assert "ix_memory_archive_run_id" in checked.stdout + checked.stderr
+
+
+# -- opening older and newer databases ----------------------------------------------------------
+
+
+def older_revisions() -> list[str | None]:
+    """Every revision before head, and base (None): a store at any of them must open."""
+    return [None, *revisions_base_to_head()[:-1]]
+
+
+@pytest.mark.parametrize("revision", older_revisions(), ids=lambda r: r or "base")
+def test_opening_a_store_at_an_older_revision_upgrades_it_to_head(
+    engine: Engine, db_path: Path, revision: str | None
+) -> None:
+    migrate(engine, "upgrade", "head")
+    migrate(engine, "downgrade", revision or "base")
+    engine.dispose()
+    assert version_in_file(db_path) == ([revision] if revision else [])
+    if revision is None:
+        assert tables(db_path) & MEMSTORE_TABLES == set()
+
+    with MemoryStore(db_path) as store:
+        store.add("User prefers dark mode.", id="m1")
+        assert store.get("m1")["text"] == "User prefers dark mode."
+
+    assert version_in_file(db_path) == [head_revision()]
+    assert MEMSTORE_TABLES <= tables(db_path)
+
+
+def test_opening_a_database_file_without_alembic_version_creates_the_schema(db_path: Path) -> None:
+    sqlite3.connect(db_path).close()  # an existing, empty SQLite file
+    assert db_path.exists()
+    assert tables(db_path) == set()
+
+    with MemoryStore(db_path):
+        pass
+
+    assert tables(db_path) == MEMSTORE_TABLES | {"alembic_version"}
+    assert version_in_file(db_path) == [head_revision()]
+
+
+def test_opening_a_store_migrated_by_a_newer_memstore_refuses(db_path: Path) -> None:
+    MemoryStore(db_path).close()
+    set_version(db_path, "ffff_future")
+
+    with pytest.raises(SchemaError, match="newer memstore") as raised:
+        MemoryStore(db_path)
+
+    assert "ffff_future" in str(raised.value)
+    # Refusing must leave the file as it was, not "upgrade" it.
+    assert version_in_file(db_path) == ["ffff_future"]
+
+
+def test_cli_refuses_a_store_migrated_by_a_newer_memstore_with_one_line(db_path: Path) -> None:
+    MemoryStore(db_path).close()
+    set_version(db_path, "ffff_future")
+
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "list"], prog_name="memstore")
+
+    assert result.exit_code == 1
+    assert isinstance(result.exception, SystemExit)  # click's clean exit, not an escaped error
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Error: ")
+    assert "newer memstore" in lines[0]
+    assert "Traceback" not in result.output
+    assert result.stdout == ""
+    assert version_in_file(db_path) == ["ffff_future"]

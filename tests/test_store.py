@@ -1,0 +1,212 @@
+"""MemoryStore: the write path, reads, the job and the engine settings, on real SQLite files."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import threading
+import time
+
+import pytest
+from sqlalchemy import text
+
+from memstore import IdConflictError, MemoryStore, NotFoundError, ValidationError
+from memstore.db import BUSY_TIMEOUT_MS
+
+from .conftest import SEED_SAMPLE
+
+
+def ids(rows):
+    return [r["id"] for r in rows]
+
+
+def test_add_fills_defaults_and_stores_the_key(store):
+    before = time.time_ns() // 1_000_000
+    row = store.add("  User prefers DARK mode! ")
+    after = time.time_ns() // 1_000_000
+    assert len(row["id"]) == 32 and row["namespace"] == "default" and row["importance"] == 3
+    assert before <= row["timestamp"] <= after and row["created_at"] == row["updated_at"]
+    assert row["norm_key"] == "user prefers dark mode" and row["pinned"] is False
+
+
+def test_store_accepts_what_the_reference_accepts(store):
+    store.add("", id="é\u0301😀", timestamp=-(2**63), importance=1)
+    store.add("x", id=" ", timestamp=2**63 - 1, importance=5)
+    assert store.get("é\u0301😀")["timestamp"] == -(2**63)
+    assert store.get(" ")["timestamp"] == 2**63 - 1
+
+
+def test_identical_re_add_is_a_no_op_and_a_different_record_under_the_id_is_an_error(store):
+    store.add("fact", id="a", timestamp=5)
+    store.add("fact", id="a", timestamp=5)
+    store.add("fact", id="a")  # a retry that did not pin the timestamp still matches
+    assert store.count() == 1
+    with pytest.raises(IdConflictError, match="'a' already holds a different memory"):
+        store.add("other fact", id="a")
+
+
+def test_an_archived_id_cannot_be_reused_for_another_record(store):
+    store.add_many(SEED_SAMPLE)
+    store.consolidate(5)
+    store.add(SEED_SAMPLE[0]["text"], id="m1", timestamp=10, importance=3)  # retry: no-op
+    assert store.count() == 2
+    with pytest.raises(IdConflictError, match="archived"):
+        store.add("something new", id="m1")
+
+
+def test_add_many_validates_everything_before_writing_anything(store):
+    records = [dict(r) for r in SEED_SAMPLE] + [{"id": "bad", "text": "x", "importance": 9}]
+    with pytest.raises(ValidationError, match="record 3: field 'importance'"):
+        store.add_many(records)
+    assert store.count() == 0
+
+
+def test_add_many_rejects_an_id_repeated_within_the_batch(store):
+    with pytest.raises(ValidationError, match="record 1: field 'id': repeats"):
+        store.add_many([{"id": "a", "text": "x"}, {"id": "a", "text": "x"}])
+    assert store.count() == 0
+
+
+def test_norm_key_is_never_taken_from_input(store):
+    with pytest.raises(ValidationError, match="field 'norm_key'"):
+        store.add_many([{"id": "a", "text": "x", "norm_key": "forged"}])
+
+
+@pytest.mark.parametrize(
+    ("record", "field"),
+    [
+        ({"text": "x", "namespace": ""}, "namespace"),
+        ({"text": "x\x00y"}, "text"),
+        ({"text": "\ud800"}, "text"),
+        ({"text": "x", "pinned": 1}, "pinned"),
+        ({"text": "x", "meta": [1]}, "meta"),
+        ({"text": "x", "recall_count": -1}, "recall_count"),
+        ({"id": "a"}, "text"),
+    ],
+)
+def test_invalid_fields_are_named(store, record, field):
+    with pytest.raises(ValidationError, match=f"field '{field}'"):
+        store.add_many([record])
+
+
+def test_seed_sample_keeps_m3_then_m2_with_m1_archived_as_duplicate(store):
+    store.add_many(SEED_SAMPLE)
+    report = store.consolidate(5)
+    assert report.kept_ids == ["m3", "m2"] and ids(store.list()) == ["m3", "m2"]
+    archived = store.get("m1")
+    assert (archived["reason"], archived["superseded_by"], archived["run_id"]) == ("duplicate", "m2", report.run_id)
+    assert archived["text"] == "User prefers dark mode."
+    assert store.get("m2")["norm_key"] == "user prefers dark mode"
+
+
+def test_dry_run_reports_the_same_plan_and_writes_nothing(store, db_path):
+    store.add_many(SEED_SAMPLE)
+    dump_before = "\n".join(sqlite3.connect(db_path).iterdump())
+    dry = store.consolidate(1, dry_run=True)
+    assert "\n".join(sqlite3.connect(db_path).iterdump()) == dump_before
+    real = store.consolidate(1)
+    assert (dry.run_id, real.run_id) == (None, 1)
+    assert dry.kept_ids == real.kept_ids == ["m3"]
+    assert dry.archived == real.archived
+
+
+def test_second_run_with_same_capacity_archives_nothing(store):
+    store.add_many(SEED_SAMPLE + [{"id": f"x{i}", "text": f"fact {i}", "timestamp": i, "importance": 2} for i in range(10)])
+    first = store.consolidate(4)
+    assert (first.duplicates, first.evicted) == (1, 8)
+    second = store.consolidate(4)
+    assert second.archived == [] and second.kept_ids == first.kept_ids
+
+
+def test_consolidation_is_per_namespace(store):
+    store.add_many([dict(r, namespace="a") for r in SEED_SAMPLE] + [dict(r, id=r["id"] + "b", namespace="b") for r in SEED_SAMPLE])
+    report = store.consolidate(1, "a")
+    assert report.kept_ids == ["m3"] and store.count("b") == 3
+    everything = store.consolidate(1, None)
+    assert everything.kept_ids == ["m3", "m3b"] and store.count() == 2
+
+
+def test_pinned_memories_are_never_archived_and_do_not_count(store):
+    store.add_many(
+        [
+            {"id": "p", "text": "keep me", "timestamp": 0, "importance": 1, "pinned": True},
+            {"id": "p-copy", "text": "Keep me!", "timestamp": 9, "importance": 5},
+            {"id": "a", "text": "a", "timestamp": 1, "importance": 4},
+            {"id": "b", "text": "b", "timestamp": 1, "importance": 3},
+        ]
+    )
+    report = store.consolidate(1)
+    assert report.kept_ids == ["a", "p"]
+    assert store.get("p-copy")["superseded_by"] == "p" and store.get("b")["reason"] == "evicted"
+
+
+def test_restore_puts_a_run_back_and_cannot_be_applied_twice(store):
+    store.add_many(SEED_SAMPLE)
+    before = sorted(store.list(), key=lambda r: r["id"])
+    run = store.consolidate(0)
+    assert store.count() == 0
+    restored = store.restore(run.run_id)
+    assert restored.restored_ids == ["m1", "m2", "m3"]
+    assert sorted(store.list(), key=lambda r: r["id"]) == before
+    assert store.runs()[0]["status"] == "restored"
+    with pytest.raises(Exception, match="already restored"):
+        store.restore(run.run_id)
+    with pytest.raises(NotFoundError):
+        store.restore(999)
+
+
+def test_runs_record_parameters_and_counts(store):
+    store.add_many(SEED_SAMPLE)
+    store.consolidate(1)
+    (run,) = store.runs()
+    assert (run["namespace"], run["capacity"], run["live_before"], run["kept"], run["duplicates"], run["evicted"]) == (
+        "default", 1, 3, 1, 1, 1,
+    )  # fmt: skip
+    assert run["started_at"] <= run["finished_at"]
+
+
+def test_get_missing_id_raises_not_found(store):
+    with pytest.raises(NotFoundError, match="no memory with id 'nope'"):
+        store.get("nope")
+
+
+def test_engine_settings(store):
+    with store.engine.connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
+        assert conn.execute(text("PRAGMA busy_timeout")).scalar() == BUSY_TIMEOUT_MS
+
+
+def test_a_writer_waits_for_the_lock_instead_of_failing(store, db_path):
+    """Another process holds the write lock for a moment; the add queues behind it and succeeds."""
+    holder = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO consolidation_runs (started_at, finished_at, live_before, kept, duplicates, evicted) VALUES (0, 0, 0, 0, 0, 0)")
+    released = threading.Event()
+
+    def release_later():
+        time.sleep(0.3)
+        holder.execute("COMMIT")
+        released.set()
+
+    threading.Thread(target=release_later).start()
+    store.add("written after the lock is released", id="late")
+    assert released.is_set()
+    assert store.get("late")["text"] == "written after the lock is released"
+
+
+def _add_in_child(path: str) -> None:
+    with MemoryStore(path) as child_store:
+        child_store.add("from the child", id="child")
+
+
+def test_a_forked_child_does_not_reuse_the_parents_connections(store, db_path):
+    store.add("from the parent", id="parent")  # the parent's pool now holds a connection
+    context = multiprocessing.get_context("fork")
+    child = context.Process(target=_add_in_child, args=(str(db_path),))
+    child.start()
+    child.join(30)
+    assert child.exitcode == 0
+    store.add("parent again", id="parent-2")
+    assert sorted(ids(store.list())) == ["child", "parent", "parent-2"]
+    assert sqlite3.connect(db_path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
