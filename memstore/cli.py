@@ -30,7 +30,8 @@ class MemstoreGroup(click.Group):
             raise click.ClickException(str(exc)) from None
         except SQLAlchemyError as exc:
             detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-            raise click.ClickException(f"database error: {detail}") from None
+            location = (ctx.obj or {}).get("location", "the store")
+            raise click.ClickException(f"database error at {location}: {detail}") from None
         except OSError as exc:
             raise click.ClickException(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
 
@@ -171,7 +172,7 @@ def import_(ctx, file, namespace, as_json) -> None:
     Example:
         memstore import memories.jsonl
     """
-    name = "<stdin>" if file.name == "<stdin>" else file.name
+    name = getattr(file, "name", "<stdin>")
     result = open_store(ctx).import_file(file, name, namespace)
     summary = {"added": result.added, "unchanged": result.unchanged}
     print_json(summary) if as_json else click.echo(f"imported {result.added} memories ({result.unchanged} already stored)")

@@ -1,0 +1,187 @@
+"""The `memstore` command line, through click's CliRunner, a real subprocess and the real sqlite3 shell."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memstore.cli import cli
+
+from .conftest import SEED_SAMPLE
+
+MEMSTORE_BIN = str(Path(sys.executable).with_name("memstore"))
+
+SEED_HYGIENE_FIXTURE = """\
+{"id": "m1", "text": "alpha beta gamma delta epsilon zeta eta theta iota kappa", "created_at": "2026-10-01", "recall_count": 6, "last_recalled_at": "2026-10-10"}
+{"id": "m2", "text": "alpha beta gamma delta epsilon zeta eta theta iota kappa", "created_at": "2026-10-02", "recall_count": 0}
+{"id": "m3", "text": "alpha beta gamma delta epsilon zeta eta theta iota lambda", "created_at": "2026-09-20", "recall_count": 2, "last_recalled_at": "2026-10-05"}
+{"id": "m4", "text": "Old vendor pricing was forty dollars per seat", "created_at": "2024-01-01", "recall_count": 0}
+{"id": "m5", "text": "The office wifi is not open to guests", "created_at": "2026-08-01", "recall_count": 3, "last_recalled_at": "2026-10-01"}
+{"id": "m6", "text": "The office wifi is open to guests", "created_at": "2026-09-01", "recall_count": 1, "last_recalled_at": "2026-10-02"}
+{"id": "m7", "text": "Pinned safety note keep this record", "created_at": "2024-06-01", "recall_count": 0, "pinned": true}
+"""
+
+
+@pytest.fixture
+def run(db_path):
+    runner = CliRunner()
+
+    def invoke(*args, input=None):
+        return runner.invoke(cli, ["--db", str(db_path), *args], input=input, catch_exceptions=False)
+
+    return invoke
+
+
+@pytest.fixture
+def sample_file(tmp_path):
+    path = tmp_path / "sample.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in SEED_SAMPLE))
+    return path
+
+
+def test_seed_sample_through_the_cli_leaves_m3_then_m2(run, sample_file, db_path):
+    assert run("import", str(sample_file)).output == "imported 3 memories (0 already stored)\n"
+    result = run("consolidate", "--capacity", "5", "--json")
+    assert result.exit_code == 0
+    report = json.loads(result.output)
+    assert report["kept_ids"] == ["m3", "m2"]
+    assert report["archived"] == [{"id": "m1", "namespace": "default", "reason": "duplicate", "superseded_by": "m2"}]
+    assert [r["id"] for r in json.loads(run("list", "--json").output)] == ["m3", "m2"]
+
+
+def test_norm_key_reads_back_through_the_real_sqlite3_shell(run, sample_file, db_path):
+    run("import", str(sample_file))
+    run("consolidate", "--capacity", "5")
+    shell = shutil.which("sqlite3")
+    assert shell, "the sqlite3 shell is part of the test setup (scripts/test installs it)"
+    out = subprocess.run(
+        [shell, str(db_path), "SELECT id, norm_key FROM memories ORDER BY importance DESC, timestamp DESC, id;"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert out == "m3|deploys on fridays\nm2|user prefers dark mode\n"
+
+
+def test_the_installed_command_runs_in_a_real_subprocess(tmp_path, sample_file):
+    env = dict(os.environ, MEMSTORE_DB=str(tmp_path / "sub.db"))
+    subprocess.run([MEMSTORE_BIN, "import", str(sample_file)], env=env, check=True, capture_output=True)
+    done = subprocess.run([MEMSTORE_BIN, "consolidate", "-c", "5"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("run 1: 3 live before, kept 2, archived 1 duplicates and 0 evicted")
+    bad = subprocess.run([MEMSTORE_BIN, "show", "nope"], env=env, capture_output=True, text=True)
+    assert (bad.returncode, bad.stderr) == (1, "Error: no memory with id 'nope'\n")
+
+
+def test_bad_import_names_file_line_and_field_and_writes_nothing(run, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"id": "a", "text": "fine"}\n\n{"id": "b", "text": "x", "importance": "high"}\n')
+    result = run("import", str(path))
+    assert result.exit_code == 1
+    assert result.output == f"Error: {path} line 3: field 'importance': must be an integer in 1..5, got 'high'\n"
+    assert json.loads(run("list", "--json").output) == []
+
+
+def test_import_from_stdin_json_array(run):
+    result = run("import", "-", "--json", input=json.dumps(SEED_SAMPLE))
+    assert json.loads(result.output) == {"added": 3, "unchanged": 0}
+    again = run("import", "-", "--json", input=json.dumps(SEED_SAMPLE))
+    assert json.loads(again.output) == {"added": 0, "unchanged": 3}
+
+
+def test_import_of_the_hygiene_format_derives_timestamp_and_fact_key(run, tmp_path):
+    path = tmp_path / "memories.jsonl"
+    path.write_text(SEED_HYGIENE_FIXTURE + '{"id": "k", "text": "t", "created_at": "2026-01-01", "updated_at": "2026-02-01T12:00:00Z", "key": "plan"}\n')
+    assert run("import", str(path)).exit_code == 0
+    m4 = json.loads(run("show", "m4", "--json").output)
+    assert m4["timestamp"] == m4["created_at"] == 1704067200000  # 2024-01-01 UTC
+    m1 = json.loads(run("show", "m1", "--json").output)
+    assert (m1["recall_count"], m1["last_recalled_at"]) == (6, 1791590400000)
+    k = json.loads(run("show", "k", "--json").output)
+    assert (k["timestamp"], k["fact_key"]) == (1769947200000, "plan")
+    assert json.loads(run("show", "m7", "--json").output)["pinned"] is True
+
+
+def test_export_then_import_round_trips(run, sample_file, tmp_path):
+    run("import", str(sample_file))
+    run("consolidate", "-c", "5")
+    live = run("export").output
+    archived = run("export", "--archived").output
+    assert [json.loads(line)["id"] for line in live.splitlines()] == ["m3", "m2"]
+    assert [json.loads(line)["reason"] for line in archived.splitlines()] == ["duplicate"]
+    assert "norm_key" not in live
+    other = CliRunner().invoke(cli, ["--db", str(tmp_path / "copy.db"), "import", "-"], input=live)
+    assert other.exit_code == 0, other.output
+    copy = CliRunner().invoke(cli, ["--db", str(tmp_path / "copy.db"), "export"]).output
+    assert copy == live
+
+
+def test_namespace_and_all_namespaces_are_exclusive(run):
+    result = CliRunner().invoke(cli, ["list", "--namespace", "a", "--all-namespaces"])
+    assert result.exit_code == 2 and "not both" in result.output
+
+
+def test_runs_and_restore(run, sample_file):
+    run("import", str(sample_file))
+    run("consolidate", "-c", "0")
+    runs = json.loads(run("runs", "--json").output)
+    assert [(r["id"], r["status"], r["kept"], r["duplicates"], r["evicted"]) for r in runs] == [(1, "applied", 0, 1, 2)]
+    assert run("restore", "--run", "1").output == "run 1 restored: 3 memories back in the live set\n"
+    assert len(json.loads(run("list", "--json").output)) == 3
+
+
+def test_restore_twice_is_an_error_with_exit_1(run, sample_file):
+    run("import", str(sample_file))
+    run("consolidate", "-c", "1")
+    assert run("restore", "--run", "1").exit_code == 0
+    result = run("restore", "--run", "1")
+    assert (result.exit_code, result.output) == (1, "Error: run 1 was already restored\n")
+    assert run("restore", "--run", "42").exit_code == 1
+
+
+def test_add_prints_the_id_and_rejects_bad_values(run):
+    assert run("add", "User prefers dark mode.", "--id", "m1", "-i", "4").output == "m1\n"
+    row = json.loads(run("show", "m1", "--json").output)
+    assert (row["importance"], row["norm_key"]) == (4, "user prefers dark mode")
+    bad = run("add", "x", "--importance", "9")
+    assert bad.exit_code == 1 and bad.output == "Error: memory: field 'importance': must be an integer in 1..5, got 9\n"
+    conflict = run("add", "another text", "--id", "m1")
+    assert conflict.exit_code == 1 and "already holds a different memory" in conflict.output
+    assert run("add", "x", "--meta", "{not json").exit_code == 2
+
+
+def test_dry_run_writes_nothing(run, sample_file):
+    run("import", str(sample_file))
+    out = run("consolidate", "-c", "1", "--dry-run").output
+    assert out.startswith("dry run: nothing written: 3 live before, kept 1, archived 1 duplicates and 1 evicted")
+    assert len(json.loads(run("list", "--json").output)) == 3
+    assert json.loads(run("runs", "--json").output) == []
+
+
+def test_path_defaults_to_the_app_dir_and_follows_env(tmp_path, monkeypatch):
+    result = CliRunner().invoke(cli, ["path"])
+    assert result.output == str(tmp_path / "config" / "memstore" / "memstore.db") + "\n"
+    monkeypatch.setenv("MEMSTORE_DB", str(tmp_path / "env.db"))
+    assert CliRunner().invoke(cli, ["path"]).output == str(tmp_path / "env.db") + "\n"
+
+
+def test_list_shows_a_readable_table(run, sample_file):
+    run("import", str(sample_file))
+    lines = run("list").output.splitlines()
+    assert lines[0].split() == ["id", "namespace", "importance", "timestamp", "pinned", "text"]
+    assert [line.split()[0] for line in lines[2:]] == ["m3", "m1", "m2"]
+
+
+def test_an_unopenable_database_is_one_line_exit_1(tmp_path):
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path), "list"])  # a directory, not a file
+    assert result.exit_code == 1 and result.output.startswith("Error: ") and result.output.count("\n") == 1
+
+
+def test_every_command_has_an_example_in_its_help():
+    for name, command in cli.commands.items():
+        assert "Example:" in (command.help or ""), name
