@@ -18,6 +18,7 @@ from sqlalchemy import (
     MetaData,
     Text,
     false,
+    text as sql_text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -52,7 +53,7 @@ class MemoryColumns:
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
     last_recalled_at: Mapped[Optional[int]] = mapped_column(BigInteger)
-    recall_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    recall_count: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
     fact_key: Mapped[Optional[str]] = mapped_column(Text)
     meta: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
 
