@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -37,7 +38,7 @@ class MemstoreGroup(click.Group):
 
 
 def json_option(fn: Callable) -> Callable:
-    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of a table.")(fn)
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document (one line).")(fn)
 
 
 def namespace_options(fn: Callable) -> Callable:
@@ -52,7 +53,8 @@ def chosen_namespace(namespace: str | None, all_namespaces: bool) -> str | None:
 
 
 def print_json(document: Any) -> None:
-    click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+    # One line per document, so output appended to a log stays JSON Lines.
+    click.echo(json.dumps(document, ensure_ascii=False))
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -68,8 +70,9 @@ def iso(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def open_store(ctx: click.Context) -> MemoryStore:
-    return ctx.find_root().obj["open"]()
+def open_store(ctx: click.Context, *, create: bool = False) -> MemoryStore:
+    """The store named by --db; only the commands that write new memories may create it."""
+    return ctx.find_root().obj["open"](create)
 
 
 @click.group(cls=MemstoreGroup)
@@ -83,7 +86,7 @@ def open_store(ctx: click.Context) -> MemoryStore:
 @click.version_option(package_name="memstore")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
-    """memstore: a memory store for AI agents that keeps itself free of duplicates.
+    """A memory store for AI agents that keeps itself free of duplicates.
 
     \b
     Example:
@@ -93,9 +96,9 @@ def cli(ctx: click.Context, db: str | None) -> None:
     location = db or default_location()
     stores: list[MemoryStore] = []
 
-    def open_once() -> MemoryStore:
+    def open_once(create: bool) -> MemoryStore:
         if not stores:
-            stores.append(MemoryStore(location))
+            stores.append(MemoryStore(location, create=create))
             ctx.call_on_close(stores[0].close)
         return stores[0]
 
@@ -105,7 +108,9 @@ def cli(ctx: click.Context, db: str | None) -> None:
 @cli.command()
 @click.pass_context
 def path(ctx: click.Context) -> None:
-    """Print where the store lives (a file path, or the URL for a server).
+    """Print where the store lives.
+
+    A file path for SQLite, or the URL for a database server.
 
     \b
     Example:
@@ -118,13 +123,13 @@ def path(ctx: click.Context) -> None:
 @cli.command()
 @click.pass_context
 def init(ctx: click.Context) -> None:
-    """Create the store, or upgrade it to this memstore's schema.
+    """Create the store or upgrade its schema.
 
     \b
     Example:
         memstore --db agent.db init
     """
-    store = open_store(ctx)
+    store = open_store(ctx, create=True)
     click.echo(f"store ready at {store.url} (schema {head_revision()})")
 
 
@@ -140,7 +145,10 @@ def init(ctx: click.Context) -> None:
 @json_option
 @click.pass_context
 def add(ctx, text, memory_id, namespace, timestamp, importance, pinned, fact_key, meta, as_json) -> None:
-    """Add one memory. Adding the same record with the same id again changes nothing.
+    """Add one memory.
+
+    Adding the same record with the same id again changes nothing (an agent's retry);
+    a different record under a stored id is an error.
 
     \b
     Example:
@@ -150,7 +158,7 @@ def add(ctx, text, memory_id, namespace, timestamp, importance, pinned, fact_key
         meta_value = None if meta is None else json.loads(meta)
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--meta") from None
-    row = open_store(ctx).add(
+    row = open_store(ctx, create=True).add(
         text, id=memory_id, namespace=namespace, timestamp=timestamp, importance=importance,
         pinned=pinned, fact_key=fact_key, meta=meta_value,
     )  # fmt: skip
@@ -163,7 +171,9 @@ def add(ctx, text, memory_id, namespace, timestamp, importance, pinned, fact_key
 @json_option
 @click.pass_context
 def import_(ctx, file, namespace, as_json) -> None:
-    """Import memories from a JSON array or JSONL file ('-' for stdin).
+    """Import memories from JSON or JSONL.
+
+    FILE is a JSON array or JSON Lines file, or '-' for stdin.
 
     Every record is validated before anything is written; one bad record stops the import,
     naming its file, line and field.
@@ -173,7 +183,7 @@ def import_(ctx, file, namespace, as_json) -> None:
         memstore import memories.jsonl
     """
     name = getattr(file, "name", "<stdin>")
-    result = open_store(ctx).import_file(file, name, namespace)
+    result = open_store(ctx, create=True).import_file(file, name, namespace)
     summary = {"added": result.added, "unchanged": result.unchanged}
     print_json(summary) if as_json else click.echo(f"imported {result.added} memories ({result.unchanged} already stored)")
 
@@ -184,13 +194,16 @@ def import_(ctx, file, namespace, as_json) -> None:
 @click.option("--output", "-o", type=click.File("w", encoding="utf-8"), default="-", help="File (default: stdout).")
 @click.pass_context
 def export(ctx, archived, namespace, all_namespaces, output) -> None:
-    """Export memories as JSON Lines, in rank order (the archive: in archive order).
+    """Export memories as JSON Lines.
+
+    The live set is written in rank order; the archive (--archived) in archive order.
 
     \b
     Example:
         memstore export --all-namespaces -o backup.jsonl
     """
-    rows = open_store(ctx).iter_rows(chosen_namespace(namespace, all_namespaces), archived=archived)
+    namespace = chosen_namespace(namespace, all_namespaces)
+    rows = open_store(ctx).iter_rows(namespace, archived=archived)
     write_jsonl(rows, output)
 
 
@@ -201,13 +214,16 @@ def export(ctx, archived, namespace, all_namespaces, output) -> None:
 @json_option
 @click.pass_context
 def list_(ctx, namespace, all_namespaces, archived, limit, as_json) -> None:
-    """List memories in rank order (importance, then newest, then id).
+    """List memories in rank order.
+
+    Rank order is importance, then newest, then id.
 
     \b
     Example:
         memstore list --limit 20
     """
-    rows = open_store(ctx).list(chosen_namespace(namespace, all_namespaces), archived=archived, limit=limit)
+    namespace = chosen_namespace(namespace, all_namespaces)
+    rows = open_store(ctx).list(namespace, archived=archived, limit=limit)
     if as_json:
         return print_json(rows)
     if archived:
@@ -237,7 +253,8 @@ def show(ctx, memory_id, as_json) -> None:
     if as_json:
         return print_json(row)
     row = dict(row, state="archived" if row.get("archived_at") is not None else "live")
-    for field in ("created_at", "updated_at", "last_recalled_at", "archived_at"):
+    row["pinned"] = "yes" if row["pinned"] else "no"
+    for field in ("timestamp", "created_at", "updated_at", "last_recalled_at", "archived_at"):
         if row.get(field) is not None:
             row[field] = f"{row[field]} ({iso(row[field])} UTC)"
     width = max(len(k) for k in row)
@@ -252,26 +269,37 @@ def show(ctx, memory_id, as_json) -> None:
 @json_option
 @click.pass_context
 def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, as_json) -> None:
-    """Deduplicate by normalised key, then evict to CAPACITY; losers are archived, never deleted.
+    """Deduplicate, then evict to a capacity.
+
+    Stage 1 keeps the newest memory of each normalised key; Stage 2 keeps the CAPACITY
+    highest-ranked unpinned memories per namespace. Losers are archived, never deleted,
+    and `memstore restore --run N` undoes the run.
 
     \b
     Example:
         memstore consolidate --capacity 500 --dry-run
         memstore consolidate --capacity 500 --all-namespaces
     """
-    report = open_store(ctx).consolidate(capacity, chosen_namespace(namespace, all_namespaces), dry_run=dry_run)
+    namespace = chosen_namespace(namespace, all_namespaces)
+    report = open_store(ctx).consolidate(capacity, namespace, dry_run=dry_run)
     if as_json:
         return print_json(report.to_dict())
-    head = "dry run: nothing written" if dry_run else f"run {report.run_id}"
-    click.echo(
-        f"{head}: {report.live_before} live before, kept {len(report.kept_ids)}, "
+    counts = (
+        f"{report.live_before} live before; kept {len(report.kept_ids)} ({report.pinned_kept} pinned), "
         f"archived {report.duplicates} duplicates and {report.evicted} evicted"
     )
+    if dry_run:
+        click.echo("dry run, nothing written: would have " + counts)
+    else:
+        click.echo(f"run {report.run_id}: {counts}")
     if report.archived:
         print_table(["archived", "namespace", "reason", "superseded_by"],
                     [[a.id, a.namespace, a.reason, a.superseded_by] for a in report.archived])  # fmt: skip
     if not dry_run and report.archived:
-        click.echo(f"undo with: memstore restore --run {report.run_id}")
+        db_option = ""
+        if ctx.find_root().get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
+            db_option = f"--db {shlex.quote(ctx.find_root().params['db'])} "
+        click.echo(f"undo with: memstore {db_option}restore --run {report.run_id}")
 
 
 @cli.command()
@@ -300,7 +328,9 @@ def runs(ctx, limit, as_json) -> None:
 @json_option
 @click.pass_context
 def restore(ctx, run_id, as_json) -> None:
-    """Undo a run: every memory it archived goes back to the live set.
+    """Undo a run.
+
+    Every memory the run archived goes back to the live set, whole.
 
     \b
     Example:

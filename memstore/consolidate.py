@@ -37,6 +37,9 @@ class ConsolidationReport:
     capacity: int
     dry_run: bool
     live_before: int = 0
+    started_at: int = 0
+    finished_at: int = 0
+    pinned_kept: int = 0
     kept_ids: list[str] = field(default_factory=list)  # by namespace, then rank order
     archived: list[ArchivedEntry] = field(default_factory=list)
 
@@ -54,8 +57,11 @@ class ConsolidationReport:
             "namespace": self.namespace,
             "capacity": self.capacity,
             "dry_run": self.dry_run,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
             "live_before": self.live_before,
             "kept": len(self.kept_ids),
+            "pinned_kept": self.pinned_kept,
             "duplicates": self.duplicates,
             "evicted": self.evicted,
             "kept_ids": self.kept_ids,
@@ -125,10 +131,11 @@ def consolidate_in_transaction(
         _stage1_deduplicate(conn, each, run_id, now)
         _stage2_evict(conn, each, capacity, run_id, now)
 
-    kept_query = select(memories.c.id).order_by(memories.c.namespace, *RANK_ORDER)
+    kept_query = select(memories.c.id, memories.c.pinned).order_by(memories.c.namespace, *RANK_ORDER)
     if namespace is not None:
         kept_query = kept_query.where(memories.c.namespace == namespace)
-    kept_ids = list(conn.execute(kept_query).scalars())
+    kept = conn.execute(kept_query).all()
+    kept_ids = [row.id for row in kept]
     archived = [
         ArchivedEntry(*row)
         for row in conn.execute(
@@ -139,13 +146,14 @@ def consolidate_in_transaction(
     ]
     report = ConsolidationReport(
         run_id=None if dry_run else run_id, namespace=namespace, capacity=capacity, dry_run=dry_run,
-        live_before=live_before, kept_ids=kept_ids, archived=archived,
+        live_before=live_before, started_at=now, finished_at=now_ms(),
+        pinned_kept=sum(1 for row in kept if row.pinned), kept_ids=kept_ids, archived=archived,
     )  # fmt: skip
     conn.execute(
         update(runs)
         .where(runs.c.id == run_id)
         .values(
-            kept=len(kept_ids), duplicates=report.duplicates, evicted=report.evicted, finished_at=now_ms()
+            kept=len(kept_ids), duplicates=report.duplicates, evicted=report.evicted, finished_at=report.finished_at
         )
     )
     return report

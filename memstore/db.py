@@ -39,6 +39,14 @@ def database_url(path_or_url: str | os.PathLike[str]) -> str:
     return "sqlite:///" + str(Path(text).expanduser().resolve())
 
 
+def sqlite_file_missing(path_or_url: str | os.PathLike[str]) -> str | None:
+    """The file's path when this names a SQLite file that does not exist yet, else None."""
+    url = make_url(database_url(path_or_url))
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return None if Path(url.database).exists() else url.database
+
+
 def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
     return engine_or_conn.dialect.name == "sqlite"
 

@@ -73,7 +73,8 @@ def test_the_installed_command_runs_in_a_real_subprocess(tmp_path, sample_file):
     subprocess.run([MEMSTORE_BIN, "import", str(sample_file)], env=env, check=True, capture_output=True)
     done = subprocess.run([MEMSTORE_BIN, "consolidate", "-c", "5"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("run 1: 3 live before, kept 2, archived 1 duplicates and 0 evicted")
+    assert done.stdout.startswith("run 1: 3 live before; kept 2 (0 pinned), archived 1 duplicates and 0 evicted")
+    assert done.stdout.endswith("undo with: memstore restore --run 1\n")
     bad = subprocess.run([MEMSTORE_BIN, "show", "nope"], env=env, capture_output=True, text=True)
     assert (bad.returncode, bad.stderr) == (1, "Error: no memory with id 'nope'\n")
 
@@ -158,9 +159,23 @@ def test_add_prints_the_id_and_rejects_bad_values(run):
 def test_dry_run_writes_nothing(run, sample_file):
     run("import", str(sample_file))
     out = run("consolidate", "-c", "1", "--dry-run").output
-    assert out.startswith("dry run: nothing written: 3 live before, kept 1, archived 1 duplicates and 1 evicted")
+    assert out.startswith("dry run, nothing written: would have 3 live before; kept 1 (0 pinned), archived 1 duplicates and 1 evicted")
     assert len(json.loads(run("list", "--json").output)) == 3
     assert json.loads(run("runs", "--json").output) == []
+
+
+def test_undo_hint_names_the_store_given_with_db(run, sample_file, db_path):
+    run("import", str(sample_file))
+    assert run("consolidate", "-c", "5").output.endswith(f"undo with: memstore --db {db_path} restore --run 1\n")
+
+
+def test_read_commands_do_not_create_a_missing_store(tmp_path):
+    missing = tmp_path / "typo.db"
+    for args in (["list"], ["show", "x"], ["runs"], ["consolidate", "-c", "1"], ["export"]):
+        result = CliRunner().invoke(cli, ["--db", str(missing), *args])
+        assert result.exit_code == 1, args
+        assert result.output == f"Error: no memstore database at {missing}; create it with `memstore init`\n"
+    assert not missing.exists()
 
 
 def test_path_defaults_to_the_app_dir_and_follows_env(tmp_path, monkeypatch):
