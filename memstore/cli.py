@@ -284,14 +284,12 @@ def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, as_json) -> N
     report = open_store(ctx).consolidate(capacity, namespace, dry_run=dry_run)
     if as_json:
         return print_json(report.to_dict())
-    counts = (
-        f"{report.live_before} live before; kept {len(report.kept_ids)} ({report.pinned_kept} pinned), "
-        f"archived {report.duplicates} duplicates and {report.evicted} evicted"
-    )
+    kept = f"{len(report.kept_ids)} ({report.pinned_kept} pinned)"
+    archived = f"{report.duplicates} duplicates and {report.evicted} evicted"
     if dry_run:
-        click.echo("dry run, nothing written: would have " + counts)
+        click.echo(f"dry run, nothing written: {report.live_before} live; would keep {kept}, archive {archived}")
     else:
-        click.echo(f"run {report.run_id}: {counts}")
+        click.echo(f"run {report.run_id}: {report.live_before} live before; kept {kept}, archived {archived}")
     if report.archived:
         print_table(["archived", "namespace", "reason", "superseded_by"],
                     [[a.id, a.namespace, a.reason, a.superseded_by] for a in report.archived])  # fmt: skip

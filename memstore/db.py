@@ -51,14 +51,14 @@ def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
     return engine_or_conn.dialect.name == "sqlite"
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
     @event.listens_for(engine, "connect")
     def on_connect(dbapi_connection, _record) -> None:
         # Take transaction control away from the driver: it begins lazily and never for some
         # statements, which turns a waiting writer into an instant "database is locked".
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.close()
@@ -71,13 +71,13 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
 
-def make_engine(path_or_url: str | os.PathLike[str]) -> Engine:
+def make_engine(path_or_url: str | os.PathLike[str], busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Engine:
     url = make_url(database_url(path_or_url))
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url)
     if engine.dialect.name == "sqlite":
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, busy_timeout_ms)
     _engines.add(engine)
     return engine
 
@@ -92,9 +92,7 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
                 yield conn
     except OperationalError as exc:
         if "database is locked" in str(exc.orig) or "database is busy" in str(exc.orig):
-            raise StoreBusyError(
-                f"the store is locked by another writer for more than {BUSY_TIMEOUT_MS // 1000} s; try again"
-            ) from exc
+            raise StoreBusyError("the store stayed locked by another writer past the busy timeout; try again") from exc
         raise
 
 

@@ -10,7 +10,7 @@ from typing import IO, Any
 from sqlalchemy import Connection, func, insert, select
 
 from . import consolidate as job
-from .db import default_location, is_sqlite, sqlite_file_missing, make_engine, read_transaction, write_transaction
+from .db import BUSY_TIMEOUT_MS, default_location, is_sqlite, sqlite_file_missing, make_engine, read_transaction, write_transaction
 from .errors import IdConflictError, NotFoundError, ValidationError
 from .io import read_memories
 from .migrate import upgrade
@@ -40,13 +40,22 @@ class MemoryStore:
     >>> store.add("User prefers dark mode.", id="m1")          # doctest: +SKIP
     """
 
-    def __init__(self, path_or_url: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
-        """Open the store; with `create=False` a SQLite file that does not exist yet is an error."""
+    def __init__(
+        self,
+        path_or_url: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    ) -> None:
+        """Open the store; with `create=False` a SQLite file that does not exist yet is an error.
+
+        `busy_timeout_ms` is how long a SQLite write waits for another writer's lock.
+        """
         self.location = os.fspath(path_or_url) if path_or_url is not None else default_location()
         missing = sqlite_file_missing(self.location)
         if missing and not create:
             raise NotFoundError(f"no memstore database at {missing}; create it with `memstore init`")
-        self.engine = make_engine(self.location)
+        self.engine = make_engine(self.location, busy_timeout_ms)
         try:
             upgrade(self.engine)
         except BaseException:

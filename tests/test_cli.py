@@ -159,7 +159,7 @@ def test_add_prints_the_id_and_rejects_bad_values(run):
 def test_dry_run_writes_nothing(run, sample_file):
     run("import", str(sample_file))
     out = run("consolidate", "-c", "1", "--dry-run").output
-    assert out.startswith("dry run, nothing written: would have 3 live before; kept 1 (0 pinned), archived 1 duplicates and 1 evicted")
+    assert out.startswith("dry run, nothing written: 3 live; would keep 1 (0 pinned), archive 1 duplicates and 1 evicted")
     assert len(json.loads(run("list", "--json").output)) == 3
     assert json.loads(run("runs", "--json").output) == []
 

@@ -10,7 +10,7 @@ import time
 import pytest
 from sqlalchemy import text
 
-from memstore import IdConflictError, MemoryStore, NotFoundError, ValidationError
+from memstore import IdConflictError, MemoryStore, NotFoundError, StoreBusyError, ValidationError
 from memstore.db import BUSY_TIMEOUT_MS
 
 from .conftest import SEED_SAMPLE
@@ -193,6 +193,18 @@ def test_a_writer_waits_for_the_lock_instead_of_failing(store, db_path):
     store.add("written after the lock is released", id="late")
     assert released.is_set()
     assert store.get("late")["text"] == "written after the lock is released"
+
+
+def test_a_write_that_cannot_get_the_lock_fails_cleanly_and_the_next_one_succeeds(db_path):
+    with MemoryStore(db_path, busy_timeout_ms=100) as impatient:
+        holder = sqlite3.connect(db_path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreBusyError, match="locked by another writer"):
+            impatient.add("blocked", id="blocked")
+        assert impatient.engine.pool.checkedout() == 0
+        holder.execute("ROLLBACK")
+        impatient.add("free now", id="free")
+        assert ids(impatient.list()) == ["free"]
 
 
 def _add_in_child(path: str) -> None:
