@@ -14,7 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from .db import database_url, default_location
 from .errors import MemstoreError
-from .io import write_jsonl
+from .io import iso_to_ms, read_checks, write_jsonl
 from .migrate import head_revision
 from .store import MemoryStore
 
@@ -35,6 +35,27 @@ class MemstoreGroup(click.Group):
             raise click.ClickException(f"database error at {location}: {detail}") from None
         except OSError as exc:
             raise click.ClickException(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
+
+
+def checks_options(fn: Callable) -> Callable:
+    fn = click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Recall depth for --checks.")(fn)
+    return click.option(
+        "--checks", type=click.File("rb"), default=None,
+        help="Recall checks (JSON list of {query, expect_id}); apply only if all pass.",
+    )(fn)  # fmt: skip
+
+
+def read_checks_file(file) -> list[dict[str, str]] | None:
+    return None if file is None else read_checks(file, getattr(file, "name", "<stdin>"))
+
+
+def parse_now(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return iso_to_ms(value)
+    except ValueError:
+        raise click.BadParameter(f"not an ISO date: {value!r}", param_hint="--now") from None
 
 
 def json_option(fn: Callable) -> Callable:
@@ -266,14 +287,16 @@ def show(ctx, memory_id, as_json) -> None:
 @click.option("--capacity", "-c", type=click.IntRange(min=0), required=True, help="Unpinned memories to keep per namespace.")
 @namespace_options
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
+@checks_options
 @json_option
 @click.pass_context
-def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, as_json) -> None:
+def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, checks, k, as_json) -> None:
     """Deduplicate, then evict to a capacity.
 
     Stage 1 keeps the newest memory of each normalised key; Stage 2 keeps the CAPACITY
     highest-ranked unpinned memories per namespace. Losers are archived, never deleted,
-    and `memstore restore --run N` undoes the run.
+    and `memstore restore --run N` undoes the run. With --checks, the run is applied only if
+    every recall check still passes against its result.
 
     \b
     Example:
@@ -281,19 +304,30 @@ def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, as_json) -> N
         memstore consolidate --capacity 500 --all-namespaces
     """
     namespace = chosen_namespace(namespace, all_namespaces)
-    report = open_store(ctx).consolidate(capacity, namespace, dry_run=dry_run)
+    check_list = read_checks_file(checks)
+    report = open_store(ctx).consolidate(capacity, namespace, dry_run=dry_run, checks=check_list, k=k)
     if as_json:
         return print_json(report.to_dict())
+    print_run(ctx, report)
+
+
+def print_run(ctx: click.Context, report) -> None:
+    """The human summary of a consolidate or prune run."""
     kept = f"{len(report.kept_ids)} ({report.pinned_kept} pinned)"
-    archived = f"{report.duplicates} duplicates and {report.evicted} evicted"
-    if dry_run:
+    if report.kind == "prune":
+        archived = f"{report.duplicates} duplicates and {report.stale} stale"
+    else:
+        archived = f"{report.duplicates} duplicates and {report.evicted} evicted"
+    if report.dry_run:
         click.echo(f"dry run, nothing written: {report.live_before} live; would keep {kept}, archive {archived}")
     else:
         click.echo(f"run {report.run_id}: {report.live_before} live before; kept {kept}, archived {archived}")
     if report.archived:
         print_table(["archived", "namespace", "reason", "superseded_by"],
                     [[a.id, a.namespace, a.reason, a.superseded_by] for a in report.archived])  # fmt: skip
-    if not dry_run and report.archived:
+    for check in report.checks:
+        click.echo(f"check {'pass' if check.passed else 'FAIL'}: {check.query!r} expects {check.expect_id}")
+    if not report.dry_run and report.archived:
         db_option = ""
         if ctx.find_root().get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
             db_option = f"--db {shlex.quote(ctx.find_root().params['db'])} "
@@ -338,6 +372,156 @@ def restore(ctx, run_id, as_json) -> None:
     if as_json:
         return print_json({"run_id": report.run_id, "restored_ids": report.restored_ids})
     click.echo(f"run {report.run_id} restored: {len(report.restored_ids)} memories back in the live set")
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True, help="How many memories.")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@click.option("--no-touch", is_flag=True, help="Do not count this as a recall.")
+@json_option
+@click.pass_context
+def recall(ctx, query, k, namespace, no_touch, as_json) -> None:
+    """Find the memories that best match QUERY.
+
+    Full-text search over the live set, best match first (ties by id). Each memory
+    returned gets recall_count + 1 and last_recalled_at = now, unless --no-touch.
+
+    \b
+    Example:
+        memstore recall "office wifi guests" -k 3
+    """
+    rows = open_store(ctx).recall(query, k, namespace, touch=not no_touch)
+    if as_json:
+        return print_json(rows)
+    print_table(["id", "importance", "recalls", "text"], [[r["id"], r["importance"], r["recall_count"], r["text"]] for r in rows])
+
+
+@cli.command()
+@namespace_options
+@click.option("--now", default=None, metavar="DATE", help="Reference date (ISO) for ages and staleness; default: now.")
+@click.option("--near-threshold", type=click.FloatRange(0.5, 1.0), default=0.8, show_default=True, help="Jaccard similarity for near-duplicates.")
+@json_option
+@click.pass_context
+def report(ctx, namespace, all_namespaces, now, near_threshold, as_json) -> None:
+    """Inventory: duplicates, near-duplicates, contradictions, staleness.
+
+    Near-duplicates and contradictions are flagged for a person to decide; nothing is
+    changed.
+
+    \b
+    Example:
+        memstore report --now 2026-10-12 --json
+    """
+    namespace = chosen_namespace(namespace, all_namespaces)
+    result = open_store(ctx).report(namespace, now=parse_now(now), near_threshold=near_threshold)
+    if as_json:
+        return print_json(result)
+    click.echo(
+        f"{result['total_records']} memories, {result['total_text_chars']} characters; "
+        f"{result['pinned']} pinned, {result['never_recalled']} never recalled"
+    )
+    click.echo(f"days idle: oldest {result['oldest_age_days']}, median {result['median_age_days']}")
+    click.echo(f"exact duplicate groups: {len(result['exact_duplicate_groups'])}")
+    for group in result["exact_duplicate_groups"]:
+        click.echo(f"  {', '.join(group)}")
+    click.echo(f"near-duplicate pairs (Jaccard >= {near_threshold}): {len(result['near_duplicate_pairs'])}")
+    for pair in result["near_duplicate_pairs"]:
+        click.echo(f"  {pair['ids'][0]} ~ {pair['ids'][1]}  {pair['jaccard']}")
+    click.echo(f"possible contradictions (review by hand): {len(result['contradiction_flags'])}")
+    for flag in result["contradiction_flags"]:
+        click.echo(f"  {flag['ids'][0]} vs {flag['ids'][1]}  {flag['reason']} ({flag['jaccard']})")
+    stalest = [s for s in result["staleness"] if s["staleness"] > 0][:10]
+    click.echo(f"stalest (of {len(result['staleness'])}):")
+    for entry in stalest:
+        pin = ", pinned" if entry["pinned"] else ""
+        click.echo(f"  {entry['id']}  {entry['staleness']}  ({entry['age_days']} days idle, {entry['recall_count']} recalls{pin})")
+
+
+@cli.command()
+@namespace_options
+@click.option("--stale-threshold", type=click.FloatRange(0, 1), default=0.8, show_default=True)
+@click.option("--min-age-days", type=click.IntRange(min=0), default=90, show_default=True)
+@click.option("--now", default=None, metavar="DATE", help="Reference date (ISO) for staleness; default: now.")
+@click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
+@checks_options
+@json_option
+@click.pass_context
+def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dry_run, checks, k, as_json) -> None:
+    """Archive exact duplicates and stale memories.
+
+    Exact duplicates go by the consolidation rule (the newest copy survives); memories
+    whose staleness and days idle reach both thresholds are archived as stale. Pinned
+    memories, near-duplicates and contradictions are never archived. One run; undo it
+    with `memstore restore --run N`.
+
+    \b
+    Example:
+        memstore prune --now 2026-10-12 --checks checks.json
+    """
+    namespace = chosen_namespace(namespace, all_namespaces)
+    check_list = read_checks_file(checks)
+    result = open_store(ctx).prune(
+        namespace, now=parse_now(now), stale_threshold=stale_threshold, min_age_days=min_age_days,
+        dry_run=dry_run, checks=check_list, k=k,
+    )  # fmt: skip
+    if as_json:
+        return print_json(result.to_dict())
+    print_run(ctx, result)
+
+
+@cli.command()
+@click.argument("checks", type=click.File("rb"))
+@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Recall depth.")
+@json_option
+@click.pass_context
+def verify(ctx, checks, k, as_json) -> None:
+    """Check that recall still finds what it must.
+
+    CHECKS is a JSON list of {"query", "expect_id"} (optionally "namespace"). A check
+    passes when expect_id, or the memory that superseded it, is in the top k. Exit 0 when
+    every check passes, 1 otherwise. Recall counts are not touched.
+
+    \b
+    Example:
+        memstore verify checks.json -k 3
+    """
+    check_list = read_checks_file(checks)
+    results = open_store(ctx).verify(check_list, k)
+    passed = sum(1 for r in results if r.passed)
+    if as_json:
+        print_json({"passed": passed, "total": len(results), "checks": [r.__dict__ for r in results]})
+    else:
+        for r in results:
+            via = f" (now {r.resolved_id})" if r.resolved_id not in (None, r.expect_id) else ""
+            click.echo(f"{'pass' if r.passed else 'FAIL'}  {r.query!r} expects {r.expect_id}{via}; top {k}: {', '.join(r.top_ids) or '-'}")
+        click.echo(f"{passed}/{len(results)} checks passed")
+    if passed != len(results):
+        ctx.exit(1)
+
+
+@cli.command()
+@click.argument("destination", type=click.Path(dir_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite DESTINATION if it exists.")
+@json_option
+@click.pass_context
+def backup(ctx, destination, force, as_json) -> None:
+    """Copy the store to a file, safely, while agents keep writing.
+
+    Uses SQLite's online backup API; the copy is a consistent snapshot, checked and then
+    renamed into place. SQLite stores only (for PostgreSQL use pg_dump).
+
+    \b
+    Example:
+        memstore backup backups/agent-$(date +%F).db
+    """
+    result = open_store(ctx).backup(destination, force=force)
+    if as_json:
+        return print_json(result)
+    click.echo(
+        f"backed up to {result['path']}: {result['memories']} memories, "
+        f"{result['memory_archive']} archived, {result['consolidation_runs']} runs"
+    )
 
 
 def main() -> None:

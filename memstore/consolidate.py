@@ -1,7 +1,8 @@
-"""The consolidation job in SQL: Stage 1 (one window query), Stage 2 (ORDER BY ... LIMIT), archive, run row.
+"""The jobs in SQL: consolidation (Stage 1 window query, Stage 2 ORDER BY ... LIMIT), prune, restore.
 
 Everything here runs on a connection the caller holds inside one write transaction, so a run is
-applied whole or not at all, and a dry run is the same statements rolled back.
+applied whole or not at all, and a dry run is the same statements rolled back. Rows leave the live
+set only by being copied whole into `memory_archive` first.
 """
 
 from __future__ import annotations
@@ -9,15 +10,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, delete, false, func, insert, literal, select, update
+from sqlalchemy import Connection, bindparam, case, delete, false, func, insert, literal, or_, select, update
 
 from .errors import MemstoreError, NotFoundError
+from .hygiene import stale_ids
+from .models import (
+    MEMORY_COLUMNS,
+    RANK_ORDER,
+    STAGE1_ORDER,
+    ArchivedMemory,
+    ConsolidationRun,
+    Memory,
+    MemoryMerge,
+)
 from .records import now_ms
-from .models import MEMORY_COLUMNS, RANK_ORDER, STAGE1_ORDER, ArchivedMemory, ConsolidationRun, Memory
+from .search import CheckResult
 
 memories = Memory.__table__
 archive = ArchivedMemory.__table__
 runs = ConsolidationRun.__table__
+merges = MemoryMerge.__table__
+
+# Bound parameters per statement stay well under SQLite's limit.
+CHUNK = 500
 
 
 @dataclass
@@ -32,30 +47,42 @@ class ArchivedEntry:
 class ConsolidationReport:
     """What a run did (or, for a dry run, would do)."""
 
-    run_id: int | None
+    kind: str  # "consolidate" or "prune"
+    run_id: int | None  # None for a dry run
     namespace: str | None  # None: every namespace
-    capacity: int
+    capacity: int | None
     dry_run: bool
+    params: dict[str, Any] = field(default_factory=dict)
     live_before: int = 0
     started_at: int = 0
     finished_at: int = 0
     pinned_kept: int = 0
     kept_ids: list[str] = field(default_factory=list)  # by namespace, then rank order
     archived: list[ArchivedEntry] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
+
+    def _count(self, reason: str) -> int:
+        return sum(1 for entry in self.archived if entry.reason == reason)
 
     @property
     def duplicates(self) -> int:
-        return sum(1 for entry in self.archived if entry.reason == "duplicate")
+        return self._count("duplicate")
 
     @property
     def evicted(self) -> int:
-        return sum(1 for entry in self.archived if entry.reason == "evicted")
+        return self._count("evicted")
+
+    @property
+    def stale(self) -> int:
+        return self._count("stale")
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "kind": self.kind,
             "run_id": self.run_id,
             "namespace": self.namespace,
             "capacity": self.capacity,
+            "params": self.params,
             "dry_run": self.dry_run,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
@@ -64,22 +91,98 @@ class ConsolidationReport:
             "pinned_kept": self.pinned_kept,
             "duplicates": self.duplicates,
             "evicted": self.evicted,
+            "stale": self.stale,
             "kept_ids": self.kept_ids,
             "archived": [entry.__dict__ for entry in self.archived],
+            "checks": [check.__dict__ for check in self.checks],
         }
 
 
-def _archive_rows(conn: Connection, rows, reason: str, superseded_by, run_id: int, now: int) -> None:
-    """Copy whole memory rows from the subquery `rows` into the archive, then remove them from the live set."""
-    columns = [rows.c[name] for name in MEMORY_COLUMNS]
+# -- moving rows --------------------------------------------------------------------------------
+
+
+def _copy_to_archive(conn: Connection, rows, reason: str, superseded_by, run_id: int, now: int) -> None:
+    """Copy whole memory rows from the subquery `rows` into the archive."""
     conn.execute(
         insert(archive).from_select(
             [*MEMORY_COLUMNS, "archived_at", "reason", "superseded_by", "run_id"],
-            select(*columns, literal(now), literal(reason), superseded_by, literal(run_id)),
+            select(*(rows.c[name] for name in MEMORY_COLUMNS), literal(now), literal(reason), superseded_by, literal(run_id)),
         )
     )
-    moved = select(archive.c.id).where(archive.c.run_id == run_id, archive.c.reason == reason)
+
+
+def _remove_archived(conn: Connection, namespace: str, run_id: int, reason: str) -> None:
+    """Delete from the live set what this run has just copied to the archive for `reason`."""
+    moved = select(archive.c.id).where(archive.c.run_id == run_id, archive.c.reason == reason, archive.c.namespace == namespace)
     conn.execute(delete(memories).where(memories.c.id.in_(moved)))
+
+
+def _merge_recall_history(conn: Connection, namespace: str, run_id: int) -> None:
+    """Survivors inherit their archived duplicates' recall history; memory_merges records it for restore."""
+    absorbed = conn.execute(
+        select(archive.c.superseded_by, func.sum(archive.c.recall_count), func.max(archive.c.last_recalled_at))
+        .where(
+            archive.c.run_id == run_id,
+            archive.c.reason == "duplicate",
+            archive.c.namespace == namespace,
+            or_(archive.c.recall_count > 0, archive.c.last_recalled_at.is_not(None)),
+        )
+        .group_by(archive.c.superseded_by)
+        .order_by(archive.c.superseded_by)
+    ).all()
+    if not absorbed:
+        return
+    before: dict[str, int | None] = {}
+    survivor_ids = [row[0] for row in absorbed]
+    for start in range(0, len(survivor_ids), CHUNK):
+        chunk = survivor_ids[start : start + CHUNK]
+        before.update(conn.execute(select(memories.c.id, memories.c.last_recalled_at).where(memories.c.id.in_(chunk))).all())
+    rows = []
+    for survivor_id, count, latest in absorbed:
+        known = [t for t in (before[survivor_id], latest) if t is not None]
+        rows.append(
+            {
+                "run_id": run_id,
+                "survivor_id": survivor_id,
+                "absorbed_recall_count": count,
+                "last_recalled_at_before": before[survivor_id],
+                "last_recalled_at_after": max(known) if known else None,
+            }
+        )
+    conn.execute(insert(merges), rows)
+    conn.execute(
+        update(memories)
+        .where(memories.c.id == bindparam("b_id"))
+        .values(recall_count=memories.c.recall_count + bindparam("b_count"), last_recalled_at=bindparam("b_after")),
+        [{"b_id": r["survivor_id"], "b_count": r["absorbed_recall_count"], "b_after": r["last_recalled_at_after"]} for r in rows],
+    )
+
+
+def _undo_merges(conn: Connection, run_id: int) -> None:
+    """Take back recall history the run moved onto survivors, keeping any recall made since."""
+    params = [
+        {"b_id": m.survivor_id, "b_count": m.absorbed_recall_count, "b_before": m.last_recalled_at_before, "b_after": m.last_recalled_at_after}
+        for m in conn.execute(select(merges).where(merges.c.run_id == run_id).order_by(merges.c.survivor_id))
+    ]
+    if not params:
+        return
+    for table in (memories, archive):
+        remaining = table.c.recall_count - bindparam("b_count")
+        conn.execute(
+            update(table)
+            .where(table.c.id == bindparam("b_id"))
+            .values(
+                recall_count=case((remaining < 0, 0), else_=remaining),
+                last_recalled_at=case(
+                    (table.c.last_recalled_at == bindparam("b_after"), bindparam("b_before")),
+                    else_=table.c.last_recalled_at,
+                ),
+            ),
+            params,
+        )
+
+
+# -- the stages ---------------------------------------------------------------------------------
 
 
 def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int) -> None:
@@ -95,48 +198,64 @@ def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int)
     )
     # Pinned memories are never archived, even when a pinned twin outranks them.
     losers = select(ranked).where(ranked.c.group_rank > 1, ranked.c.pinned == false()).subquery("losers")
-    _archive_rows(conn, losers, "duplicate", losers.c.winner, run_id, now)
+    _copy_to_archive(conn, losers, "duplicate", losers.c.winner, run_id, now)
+    _merge_recall_history(conn, namespace, run_id)
+    _remove_archived(conn, namespace, run_id, "duplicate")
 
 
 def _stage2_evict(conn: Connection, namespace: str, capacity: int, run_id: int, now: int) -> None:
     unpinned = (memories.c.namespace == namespace, memories.c.pinned == false())
     kept = select(memories.c.id).where(*unpinned).order_by(*RANK_ORDER).limit(capacity)
     evicted = select(memories).where(*unpinned, memories.c.id.not_in(kept.scalar_subquery())).subquery("evicted")
-    _archive_rows(conn, evicted, "evicted", literal(None), run_id, now)
+    _copy_to_archive(conn, evicted, "evicted", literal(None), run_id, now)
+    _remove_archived(conn, namespace, run_id, "evicted")
 
 
-def _count_live(conn: Connection, namespace: str | None) -> int:
-    query = select(func.count()).select_from(memories)
+def _archive_stale(
+    conn: Connection, namespace: str, run_id: int, now: int, as_of: int, stale_threshold: float, min_age_days: int
+) -> None:
+    columns = ("id", "pinned", "created_at", "updated_at", "last_recalled_at", "recall_count")
+    candidates = conn.execute(
+        select(*(memories.c[name] for name in columns)).where(memories.c.namespace == namespace, memories.c.pinned == false())
+    ).mappings()
+    doomed = stale_ids(candidates, as_of, stale_threshold, min_age_days)
+    for start in range(0, len(doomed), CHUNK):
+        rows = select(memories).where(memories.c.id.in_(doomed[start : start + CHUNK])).subquery("stale")
+        _copy_to_archive(conn, rows, "stale", literal(None), run_id, now)
+    _remove_archived(conn, namespace, run_id, "stale")
+
+
+# -- runs ---------------------------------------------------------------------------------------
+
+
+def _namespaces(conn: Connection, namespace: str | None) -> list[str]:
     if namespace is not None:
-        query = query.where(memories.c.namespace == namespace)
-    return conn.execute(query).scalar_one()
+        return [namespace]
+    return list(conn.execute(select(memories.c.namespace).distinct().order_by(memories.c.namespace)).scalars())
 
 
-def consolidate_in_transaction(
-    conn: Connection, capacity: int, namespace: str | None, now: int, *, dry_run: bool = False
-) -> ConsolidationReport:
-    """Run both stages over one namespace (or all, when `namespace` is None) and record the run."""
-    live_before = _count_live(conn, namespace)
-    run_id = conn.execute(
+def _start_run(conn: Connection, report: ConsolidationReport) -> int:
+    count = select(func.count()).select_from(memories)
+    if report.namespace is not None:
+        count = count.where(memories.c.namespace == report.namespace)
+    report.live_before = conn.execute(count).scalar_one()
+    return conn.execute(
         insert(runs).values(
-            kind="consolidate", namespace=namespace, capacity=capacity, status="applied",
-            started_at=now, finished_at=now, live_before=live_before, kept=0, duplicates=0, evicted=0,
+            kind=report.kind, namespace=report.namespace, capacity=report.capacity, params=report.params or None,
+            status="applied", started_at=report.started_at, finished_at=report.started_at,
+            live_before=report.live_before, kept=0, duplicates=0, evicted=0, stale=0,
         ).returning(runs.c.id)
     ).scalar_one()  # fmt: skip
-    if namespace is None:
-        namespaces = conn.execute(select(memories.c.namespace).distinct().order_by(memories.c.namespace)).scalars().all()
-    else:
-        namespaces = [namespace]
-    for each in namespaces:
-        _stage1_deduplicate(conn, each, run_id, now)
-        _stage2_evict(conn, each, capacity, run_id, now)
 
+
+def _finish_run(conn: Connection, report: ConsolidationReport, run_id: int) -> ConsolidationReport:
     kept_query = select(memories.c.id, memories.c.pinned).order_by(memories.c.namespace, *RANK_ORDER)
-    if namespace is not None:
-        kept_query = kept_query.where(memories.c.namespace == namespace)
+    if report.namespace is not None:
+        kept_query = kept_query.where(memories.c.namespace == report.namespace)
     kept = conn.execute(kept_query).all()
-    kept_ids = [row.id for row in kept]
-    archived = [
+    report.kept_ids = [row.id for row in kept]
+    report.pinned_kept = sum(1 for row in kept if row.pinned)
+    report.archived = [
         ArchivedEntry(*row)
         for row in conn.execute(
             select(archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by)
@@ -144,19 +263,49 @@ def consolidate_in_transaction(
             .order_by(archive.c.namespace, archive.c.reason, archive.c.id)
         )
     ]
-    report = ConsolidationReport(
-        run_id=None if dry_run else run_id, namespace=namespace, capacity=capacity, dry_run=dry_run,
-        live_before=live_before, started_at=now, finished_at=now_ms(),
-        pinned_kept=sum(1 for row in kept if row.pinned), kept_ids=kept_ids, archived=archived,
-    )  # fmt: skip
+    report.finished_at = now_ms()
+    report.run_id = None if report.dry_run else run_id
     conn.execute(
         update(runs)
         .where(runs.c.id == run_id)
         .values(
-            kept=len(kept_ids), duplicates=report.duplicates, evicted=report.evicted, finished_at=report.finished_at
+            kept=len(report.kept_ids), duplicates=report.duplicates, evicted=report.evicted,
+            stale=report.stale, finished_at=report.finished_at,
         )
-    )
+    )  # fmt: skip
     return report
+
+
+def consolidate_in_transaction(
+    conn: Connection, capacity: int, namespace: str | None, now: int, *, dry_run: bool = False
+) -> ConsolidationReport:
+    """Stage 1 then Stage 2 over one namespace (or all, when `namespace` is None), recorded as one run."""
+    report = ConsolidationReport("consolidate", None, namespace, capacity, dry_run, started_at=now)
+    run_id = _start_run(conn, report)
+    for each in _namespaces(conn, namespace):
+        _stage1_deduplicate(conn, each, run_id, now)
+        _stage2_evict(conn, each, capacity, run_id, now)
+    return _finish_run(conn, report, run_id)
+
+
+def prune_in_transaction(
+    conn: Connection,
+    namespace: str | None,
+    now: int,
+    *,
+    as_of: int,
+    stale_threshold: float,
+    min_age_days: int,
+    dry_run: bool = False,
+) -> ConsolidationReport:
+    """The hygiene prune: exact duplicates by the Stage 1 rule, then stale memories; pinned kept."""
+    params = {"stale_threshold": stale_threshold, "min_age_days": min_age_days, "as_of": as_of}
+    report = ConsolidationReport("prune", None, namespace, None, dry_run, params=params, started_at=now)
+    run_id = _start_run(conn, report)
+    for each in _namespaces(conn, namespace):
+        _stage1_deduplicate(conn, each, run_id, now)
+        _archive_stale(conn, each, run_id, now, as_of, stale_threshold, min_age_days)
+    return _finish_run(conn, report, run_id)
 
 
 @dataclass
@@ -166,7 +315,7 @@ class RestoreReport:
 
 
 def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreReport:
-    """Put every row a run archived back into the live set, whole, and mark the run restored."""
+    """Put every row a run archived back into the live set, whole, and take back merged recall history."""
     status = conn.execute(select(runs.c.status).where(runs.c.id == run_id)).scalar_one_or_none()
     if status is None:
         raise NotFoundError(f"no run {run_id}; `memstore runs` lists them")
@@ -182,5 +331,6 @@ def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreRe
         )
     )
     conn.execute(delete(archive).where(archive.c.run_id == run_id))
+    _undo_merges(conn, run_id)
     conn.execute(update(runs).where(runs.c.id == run_id).values(status="restored", restored_at=now))
     return RestoreReport(run_id=run_id, restored_ids=restored_ids)

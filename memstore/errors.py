@@ -32,3 +32,15 @@ class SchemaError(MemstoreError):
 
 class StoreBusyError(MemstoreError):
     """The write lock could not be had within the busy timeout."""
+
+
+class RecallCheckError(MemstoreError):
+    """Recall checks failed against a job's would-be state; the job was rolled back."""
+
+    def __init__(self, report) -> None:
+        self.report = report
+        failed = [c for c in report.checks if not c.passed]
+        named = "; ".join(f"{c.query!r} expects {c.expect_id!r} (top {', '.join(c.top_ids) or 'none'})" for c in failed)
+        super().__init__(
+            f"{len(failed)} of {len(report.checks)} recall checks failed, so the {report.kind} was rolled back: {named}"
+        )

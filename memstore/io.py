@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from .errors import ValidationError
 from .records import PreparedRow, now_ms, prepare_row
-from .validate import is_int
+from .validate import check_string, is_int
 
 DATE_FIELDS = ("created_at", "updated_at", "last_recalled_at", "timestamp")
 # Columns written by export that are derived, so import drops them rather than trusting them.
@@ -115,9 +115,7 @@ def _to_input_record(value: Any, location: str) -> dict[str, Any]:
 
 def read_memories(source: IO[bytes] | IO[str], name: str, namespace: str | None = None) -> list[PreparedRow]:
     """Read and validate every record of a JSON array or JSONL stream; raise on the first bad one."""
-    data = source.read()
-    text = decode_text(data, name) if isinstance(data, bytes) else data.removeprefix("\ufeff")
-    items = _array_items(text, name) if text.lstrip().startswith("[") else _jsonl_items(text, name)
+    items = _items(source, name)
     now = now_ms()
     prepared = []
     for line, value in items:
@@ -127,6 +125,31 @@ def read_memories(source: IO[bytes] | IO[str], name: str, namespace: str | None 
             record.setdefault("namespace", namespace)
         prepared.append(prepare_row(record, location, now))
     return prepared
+
+
+def _items(source: IO[bytes] | IO[str], name: str) -> Iterator[tuple[int, Any]]:
+    data = source.read()
+    text = decode_text(data, name) if isinstance(data, bytes) else data.removeprefix("\ufeff")
+    return _array_items(text, name) if text.lstrip().startswith("[") else _jsonl_items(text, name)
+
+
+def read_checks(source: IO[bytes] | IO[str], name: str) -> list[dict[str, str]]:
+    """Recall checks: a JSON list (or JSONL) of {"query", "expect_id"[, "namespace"]} objects."""
+    checks = []
+    for line, value in _items(source, name):
+        location = f"{name} line {line}"
+        if not isinstance(value, dict):
+            raise ValidationError(location, None, "must be a JSON object")
+        unknown = sorted(set(value) - {"query", "expect_id", "namespace"})
+        if unknown:
+            raise ValidationError(location, unknown[0], "is not a check field (query, expect_id, namespace)")
+        for field in ("query", "expect_id"):
+            if field not in value:
+                raise ValidationError(location, field, "is missing")
+            check_string(value[field], location, field, allow_empty=False)
+        check_string(value.setdefault("namespace", "default"), location, "namespace", allow_empty=False)
+        checks.append(value)
+    return checks
 
 
 def write_jsonl(rows, stream: IO[str]) -> int:

@@ -72,6 +72,19 @@ def upgrade(engine: Engine) -> str:
     return head
 
 
+def comparison_options(conn: Connection) -> dict:
+    """How Alembic compares the models with a database: shared by env.py and the tests."""
+    from .models import Base, managed_outside_models
+
+    return {
+        "target_metadata": Base.metadata,
+        "render_as_batch": conn.dialect.name == "sqlite",
+        "compare_type": True,
+        "compare_server_default": False,
+        "include_name": lambda name, type_, parent_names: not managed_outside_models(name),
+    }
+
+
 def index_drift(conn: Connection) -> list[str]:
     """Indexes whose definition in the database differs from the models, sort order included.
 

@@ -33,6 +33,7 @@ NAMING_CONVENTION = {
 
 ARCHIVE_REASONS = ("duplicate", "evicted", "stale", "manual")
 RUN_STATUSES = ("applied", "restored")
+RUN_KINDS = ("consolidate", "prune")
 
 
 class Base(DeclarativeBase):
@@ -108,6 +109,7 @@ class ConsolidationRun(Base):
     kept: Mapped[int] = mapped_column(Integer)
     duplicates: Mapped[int] = mapped_column(Integer)
     evicted: Mapped[int] = mapped_column(Integer)
+    stale: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
     restored_at: Mapped[Optional[int]] = mapped_column(BigInteger)
 
     __table_args__ = (
@@ -115,6 +117,27 @@ class ConsolidationRun(Base):
             "status IN (" + ", ".join(f"'{s}'" for s in RUN_STATUSES) + ")", name="status_known"
         ),
     )
+
+
+class MemoryMerge(Base):
+    """Recall history a run moved from archived duplicates onto their survivor, so restore can take it back."""
+
+    __tablename__ = "memory_merges"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("consolidation_runs.id"), primary_key=True)
+    survivor_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    absorbed_recall_count: Mapped[int] = mapped_column(BigInteger)
+    last_recalled_at_before: Mapped[Optional[int]] = mapped_column(BigInteger)
+    last_recalled_at_after: Mapped[Optional[int]] = mapped_column(BigInteger)
+
+
+# Objects that live in the database but not in the models (SQLite's full-text index and its shadow
+# tables); Alembic's comparison must leave them alone.
+FTS_TABLE = "memories_fts"
+
+
+def managed_outside_models(name: str | None) -> bool:
+    return bool(name) and name.startswith(FTS_TABLE)
 
 
 _memories = Memory.__table__

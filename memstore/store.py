@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
 from sqlalchemy import Connection, func, insert, select
 
 from . import consolidate as job
+from . import hygiene, search
+from .backup import backup_sqlite
 from .db import BUSY_TIMEOUT_MS, default_location, is_sqlite, sqlite_file_missing, make_engine, read_transaction, write_transaction
-from .errors import IdConflictError, NotFoundError, ValidationError
+from .errors import IdConflictError, MemstoreError, NotFoundError, RecallCheckError, ValidationError
 from .io import read_memories
 from .migrate import upgrade
 from .models import MEMORY_COLUMNS, RANK_ORDER, ArchivedMemory, ConsolidationRun, Memory
@@ -188,26 +190,104 @@ class MemoryStore:
         with read_transaction(self.engine) as conn:
             return [dict(r) for r in conn.execute(select(runs).order_by(runs.c.id.desc()).limit(limit)).mappings()]
 
-    # -- the job ------------------------------------------------------------------------------
+    # -- recall ------------------------------------------------------------------------------
+
+    def recall(
+        self, query: str, k: int = 5, namespace: str = DEFAULT_NAMESPACE, *, touch: bool = True
+    ) -> list[dict[str, Any]]:
+        """The k live memories that best match `query`, best first; each gets recall_count + 1 unless touch=False."""
+        if not touch:
+            with read_transaction(self.engine) as conn:
+                return search.recall_rows(conn, query, k, namespace)
+        with write_transaction(self.engine) as conn:
+            rows = search.recall_rows(conn, query, k, namespace)
+            now = now_ms()
+            search.touch(conn, [row["id"] for row in rows], now)
+        return [dict(row, recall_count=row["recall_count"] + 1, last_recalled_at=now) for row in rows]
+
+    def verify(self, checks: Sequence[Mapping[str, str]], k: int = 3) -> list[search.CheckResult]:
+        """Run recall checks against the live set; recall counts are not touched."""
+        with read_transaction(self.engine) as conn:
+            return search.run_checks(conn, checks, k)
+
+    def report(
+        self,
+        namespace: str | None = DEFAULT_NAMESPACE,
+        *,
+        now: int | None = None,
+        near_threshold: float = hygiene.NEAR_DUPLICATE_THRESHOLD,
+    ) -> dict[str, Any]:
+        """The hygiene inventory of the live set (see memstore.hygiene for every definition)."""
+        as_of = now_ms() if now is None else now
+        report = hygiene.build_report(list(self.iter_rows(namespace)), as_of, near_threshold=near_threshold)
+        return {"namespace": namespace, "now": as_of, "near_duplicate_threshold": near_threshold, **report}
+
+    # -- the jobs -----------------------------------------------------------------------------
 
     def consolidate(
-        self, capacity: int, namespace: str | None = DEFAULT_NAMESPACE, dry_run: bool = False
+        self,
+        capacity: int,
+        namespace: str | None = DEFAULT_NAMESPACE,
+        dry_run: bool = False,
+        *,
+        checks: Sequence[Mapping[str, str]] | None = None,
+        k: int = 3,
     ) -> job.ConsolidationReport:
         """Deduplicate, then evict to `capacity`, in one transaction; `namespace=None` runs every namespace.
 
         A dry run executes the same statements and rolls them back, so its plan is the real plan.
+        With `checks`, the run commits only if every recall check passes against its result.
         """
         check_capacity(capacity)
+        return self._run_job(
+            lambda conn: job.consolidate_in_transaction(conn, capacity, namespace, now_ms(), dry_run=dry_run),
+            dry_run, checks, k,
+        )  # fmt: skip
+
+    def prune(
+        self,
+        namespace: str | None = DEFAULT_NAMESPACE,
+        *,
+        now: int | None = None,
+        stale_threshold: float = 0.8,
+        min_age_days: int = 90,
+        dry_run: bool = False,
+        checks: Sequence[Mapping[str, str]] | None = None,
+        k: int = 3,
+    ) -> job.ConsolidationReport:
+        """Archive exact duplicates (Stage 1 rule: newest wins) and stale memories; pinned ones stay."""
+        as_of = now_ms() if now is None else now
+        return self._run_job(
+            lambda conn: job.prune_in_transaction(
+                conn, namespace, now_ms(), as_of=as_of, stale_threshold=stale_threshold,
+                min_age_days=min_age_days, dry_run=dry_run,
+            ),
+            dry_run, checks, k,
+        )  # fmt: skip
+
+    def _run_job(self, apply, dry_run: bool, checks, k: int) -> job.ConsolidationReport:
+        """Apply a job in one write transaction; keep it only if it is real and every check passes."""
         with write_transaction(self.engine) as conn:
-            report = job.consolidate_in_transaction(conn, capacity, namespace, now_ms(), dry_run=dry_run)
-            if dry_run:
+            report = apply(conn)
+            if checks:
+                report.checks = search.run_checks(conn, checks, k)
+            failed = any(not check.passed for check in report.checks)
+            if dry_run or failed:
                 conn.get_transaction().rollback()
+        if failed and not dry_run:
+            raise RecallCheckError(report)
         return report
 
     def restore(self, run_id: int) -> job.RestoreReport:
         """Undo a run: its archived rows go back to the live set, whole."""
         with write_transaction(self.engine) as conn:
             return job.restore_in_transaction(conn, run_id, now_ms())
+
+    def backup(self, destination: str | os.PathLike[str], *, force: bool = False) -> dict[str, Any]:
+        """Copy the store to `destination` with SQLite's online backup API (consistent while others write)."""
+        if not self.is_sqlite:
+            raise MemstoreError("backup works on SQLite stores only; for PostgreSQL use pg_dump")
+        return backup_sqlite(self.engine, destination, force=force)
 
     def namespaces(self) -> list[str]:
         with read_transaction(self.engine) as conn:

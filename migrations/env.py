@@ -10,20 +10,13 @@ from __future__ import annotations
 from alembic import context
 
 from memstore.db import default_location, make_engine, write_transaction
-from memstore.models import Base
+from memstore.migrate import comparison_options
 
 config = context.config
-target_metadata = Base.metadata
 
 
 def configure(connection) -> None:
-    context.configure(
-        connection=connection,
-        target_metadata=target_metadata,
-        render_as_batch=connection.dialect.name == "sqlite",
-        compare_type=True,
-        compare_server_default=False,
-    )
+    context.configure(connection=connection, **comparison_options(connection))
 
 
 def run_migrations_online() -> None:

@@ -24,12 +24,14 @@ from sqlalchemy import Engine
 from memstore.cli import cli
 from memstore.db import make_engine, write_transaction
 from memstore.errors import SchemaError
-from memstore.migrate import alembic_config, current_revision, head_revision, index_drift, upgrade
+from memstore.migrate import alembic_config, comparison_options, current_revision, head_revision, index_drift, upgrade
 from memstore.models import Base
 from memstore.store import MemoryStore
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-MEMSTORE_TABLES = {"memories", "memory_archive", "consolidation_runs"}
+# The models' tables plus SQLite's full-text index over memories.text and its shadow tables.
+FTS_TABLES = {"memories_fts", "memories_fts_data", "memories_fts_idx", "memories_fts_docsize", "memories_fts_config"}
+MEMSTORE_TABLES = set(Base.metadata.tables) | FTS_TABLES
 MODEL_INDEXES = {"ix_memories_rank", "ix_memories_stage1", "ix_memory_archive_run_id"}
 
 
@@ -89,15 +91,7 @@ def migrated(engine: Engine) -> Engine:
 def schema_diff(engine: Engine) -> list:
     """Alembic autogenerate's comparison, configured as migrations/env.py configures it."""
     with engine.connect() as conn:
-        context = MigrationContext.configure(
-            conn,
-            opts={
-                "target_metadata": Base.metadata,
-                "render_as_batch": conn.dialect.name == "sqlite",
-                "compare_type": True,
-                "compare_server_default": False,
-            },
-        )
+        context = MigrationContext.configure(conn, opts=comparison_options(conn))
         return compare_metadata(context, Base.metadata)
 
 

@@ -1,0 +1,203 @@
+"""Memory hygiene, pure Python: staleness, near-duplicate and contradiction detection, the report.
+
+Definitions follow the hygiene procedure in the specification:
+
+* tokens: runs of letters and digits of the lowercased text (for ASCII text exactly ``[a-z0-9]+``);
+* Jaccard similarity of two token sets (two empty sets count as 1.0, one empty set as 0.0);
+* days idle: whole days from the last touch (``last_recalled_at``, else ``updated_at``, else
+  ``created_at``) to *now*, never negative;
+* staleness: ``min(days_idle / 180, 1.0)`` times 1.0 (never recalled), 0.75 (recalled 1-4 times) or
+  0.5 (5 or more), rounded to 3 places.
+
+Near-duplicate pairs are found without comparing all pairs: an exact all-pairs similarity join with
+prefix filtering (tokens ordered rarest first; two sets with Jaccard >= t must share a token among
+the first ``|x| - ceil(t * |x|) + 1`` of each), then every candidate is verified exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+DAY_MS = 86_400_000
+STALE_AFTER_DAYS = 180
+NEAR_DUPLICATE_THRESHOLD = 0.8
+CONTRADICTION_THRESHOLD = 0.5
+NEGATION_WORDS = frozenset({"not", "no", "never", "false"})
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def token_set(text: str) -> frozenset[str]:
+    return frozenset(tokens(text))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)
+
+
+def last_touch(memory: Mapping[str, Any]) -> int:
+    for field in ("last_recalled_at", "updated_at", "created_at"):
+        if memory.get(field) is not None:
+            return memory[field]
+    raise ValueError(f"memory {memory.get('id')!r} has no date")
+
+
+def days_idle(memory: Mapping[str, Any], now_ms: int) -> int:
+    return max((now_ms - last_touch(memory)) // DAY_MS, 0)
+
+
+def staleness(memory: Mapping[str, Any], now_ms: int) -> float:
+    score = min(days_idle(memory, now_ms) / STALE_AFTER_DAYS, 1.0)
+    recalls = memory.get("recall_count") or 0
+    if recalls >= 5:
+        score *= 0.5
+    elif recalls >= 1:
+        score *= 0.75
+    return round(score, 3)
+
+
+@dataclass(frozen=True)
+class SimilarPair:
+    first: int  # indexes into the input sequence, first < second
+    second: int
+    similarity: float
+
+
+def similar_pairs(token_sets: Sequence[frozenset[str]], threshold: float) -> list[SimilarPair]:
+    """Every pair with Jaccard >= threshold (0 < threshold <= 1), exactly, via prefix filtering."""
+    if not 0 < threshold <= 1:
+        raise ValueError("threshold must be in (0, 1]")
+    frequency = Counter(token for tokens_ in token_sets for token in tokens_)
+    # Rarest tokens first: prefixes then hold the most selective tokens and the lists stay short.
+    rank = {token: i for i, token in enumerate(sorted(frequency, key=lambda t: (frequency[t], t)))}
+    ordered = [sorted(tokens_, key=rank.__getitem__) for tokens_ in token_sets]
+
+    pairs: list[SimilarPair] = []
+    empties = [i for i, tokens_ in enumerate(ordered) if not tokens_]
+    for n, i in enumerate(empties):  # two empty sets are identical (Jaccard 1.0)
+        pairs.extend(SimilarPair(i, j, 1.0) for j in empties[n + 1 :])
+
+    # Visit records by size so that every earlier record in an inverted list is no larger.
+    order = sorted((i for i, t in enumerate(ordered) if t), key=lambda i: (len(ordered[i]), i))
+    postings: dict[str, list[int]] = defaultdict(list)
+    for i in order:
+        size = len(ordered[i])
+        # Required overlap is ceil(t * size); a tiny epsilon keeps float error on the safe side
+        # (a longer prefix only adds candidates, never loses a pair).
+        prefix = size - math.ceil(threshold * size - 1e-9) + 1
+        min_size = threshold * size - 1e-9
+        candidates: set[int] = set()
+        for token in ordered[i][:prefix]:
+            bucket = postings[token]
+            candidates.update(j for j in bucket if len(ordered[j]) >= min_size)
+            bucket.append(i)
+        mine = token_sets[i]
+        for j in candidates:
+            similarity = jaccard(mine, token_sets[j])
+            if similarity >= threshold:
+                pairs.append(SimilarPair(min(i, j), max(i, j), similarity))
+    pairs.sort(key=lambda p: (p.first, p.second))
+    return pairs
+
+
+def exhaustive_pairs(token_sets: Sequence[frozenset[str]], threshold: float) -> list[SimilarPair]:
+    """The same answer by comparing every pair: the yardstick for `similar_pairs` (O(n^2))."""
+    return [
+        SimilarPair(i, j, similarity)
+        for i in range(len(token_sets))
+        for j in range(i + 1, len(token_sets))
+        if (similarity := jaccard(token_sets[i], token_sets[j])) >= threshold
+    ]
+
+
+def build_report(
+    memories: Sequence[Mapping[str, Any]],
+    now_ms: int,
+    *,
+    near_threshold: float = NEAR_DUPLICATE_THRESHOLD,
+    contradiction_threshold: float = CONTRADICTION_THRESHOLD,
+) -> dict[str, Any]:
+    """The inventory report over live memories (dicts with the `memories` columns)."""
+    memories = sorted(memories, key=lambda m: m["id"])
+    ids = [m["id"] for m in memories]
+    sets = [token_set(m["text"]) for m in memories]
+    negated = [bool(s & NEGATION_WORDS) for s in sets]
+
+    groups: dict[str, list[str]] = defaultdict(list)
+    for memory in memories:
+        groups[memory["norm_key"]].append(memory["id"])
+    exact_groups = sorted((g for g in groups.values() if len(g) > 1), key=lambda g: g[0])
+
+    near_pairs, contradictions = [], []
+    for pair in similar_pairs(sets, min(near_threshold, contradiction_threshold)):
+        a, b = memories[pair.first], memories[pair.second]
+        if pair.similarity >= near_threshold and a["norm_key"] != b["norm_key"]:
+            near_pairs.append({"ids": [a["id"], b["id"]], "jaccard": round(pair.similarity, 3)})
+        if pair.similarity >= contradiction_threshold and negated[pair.first] != negated[pair.second]:
+            contradictions.append({"ids": [a["id"], b["id"]], "jaccard": round(pair.similarity, 3), "reason": "negation differs"})
+    flagged = {tuple(c["ids"]) for c in contradictions}
+    by_fact: dict[str, list[int]] = defaultdict(list)
+    for index, memory in enumerate(memories):
+        if memory.get("fact_key") is not None:
+            by_fact[memory["fact_key"]].append(index)
+    for members in by_fact.values():
+        for n, i in enumerate(members):
+            for j in members[n + 1 :]:
+                a, b = memories[i], memories[j]
+                if a["norm_key"] != b["norm_key"] and (a["id"], b["id"]) not in flagged:
+                    similarity = round(jaccard(sets[i], sets[j]), 3)
+                    contradictions.append({"ids": [a["id"], b["id"]], "jaccard": similarity, "reason": "same fact_key, different text"})
+    contradictions.sort(key=lambda c: c["ids"])
+
+    scores = sorted(
+        (
+            {
+                "id": m["id"],
+                "staleness": staleness(m, now_ms),
+                "age_days": days_idle(m, now_ms),
+                "recall_count": m.get("recall_count") or 0,
+                "pinned": bool(m.get("pinned")),
+            }
+            for m in memories
+        ),
+        key=lambda s: (-s["staleness"], s["id"]),
+    )
+    ages = sorted(s["age_days"] for s in scores)
+    return {
+        "total_records": len(memories),
+        "total_text_chars": sum(len(m["text"]) for m in memories),
+        "oldest_age_days": ages[-1] if ages else 0,
+        "median_age_days": ages[len(ages) // 2] if ages else 0,
+        "never_recalled": sum(1 for m in memories if not m.get("recall_count")),
+        "pinned": sum(1 for m in memories if m.get("pinned")),
+        "exact_duplicate_groups": exact_groups,
+        "near_duplicate_pairs": near_pairs,
+        "contradiction_flags": contradictions,
+        "staleness": scores,
+    }
+
+
+def stale_ids(
+    memories: Iterable[Mapping[str, Any]], now_ms: int, stale_threshold: float, min_age_days: int
+) -> list[str]:
+    """Unpinned memories whose staleness and days idle both reach the thresholds, by id."""
+    return sorted(
+        m["id"]
+        for m in memories
+        if not m.get("pinned")
+        and staleness(m, now_ms) >= stale_threshold
+        and days_idle(m, now_ms) >= min_age_days
+    )

@@ -1,0 +1,90 @@
+"""Recall: full-text search over the live set, ranked by relevance, ties broken by id.
+
+SQLite uses the FTS5 index `memories_fts` (kept in step with `memories` by triggers). A query is
+split into words; a memory matches when it contains any of them, and BM25 ranks the matches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, select, text, update
+
+from .hygiene import tokens
+from .models import FTS_TABLE, ArchivedMemory, Memory
+
+memories = Memory.__table__
+archive = ArchivedMemory.__table__
+
+
+@dataclass
+class CheckResult:
+    """One recall check: did `expect_id` (or what superseded it) come back in the top k?"""
+
+    query: str
+    expect_id: str
+    namespace: str
+    resolved_id: str | None  # expect_id, or the live memory that superseded it; None if gone
+    top_ids: list[str]
+    passed: bool
+
+
+def match_expression(query: str) -> str | None:
+    """An FTS5 MATCH expression: each distinct word quoted (so no query syntax leaks in), ORed."""
+    words = list(dict.fromkeys(tokens(query)))
+    if not words:
+        return None
+    return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+
+
+def recall_rows(conn: Connection, query: str, k: int, namespace: str) -> list[dict[str, Any]]:
+    """The top-k live memories of `namespace` for `query`, best first."""
+    expression = match_expression(query)
+    if expression is None or k <= 0:
+        return []
+    rows = conn.execute(
+        text(
+            f"SELECT m.* FROM {FTS_TABLE} JOIN memories AS m ON m.rowid = {FTS_TABLE}.rowid "
+            f"WHERE {FTS_TABLE} MATCH :expression AND m.namespace = :namespace "
+            f"ORDER BY bm25({FTS_TABLE}), m.id LIMIT :k"
+        ).columns(*memories.c),
+        {"expression": expression, "namespace": namespace, "k": k},
+    ).mappings()
+    return [dict(row) for row in rows]
+
+
+def touch(conn: Connection, ids: list[str], now: int) -> None:
+    """Count a recall: recall_count + 1 and last_recalled_at = now."""
+    if ids:
+        conn.execute(
+            update(memories)
+            .where(memories.c.id.in_(ids))
+            .values(recall_count=memories.c.recall_count + 1, last_recalled_at=now)
+        )
+
+
+def resolve_live_id(conn: Connection, memory_id: str) -> str | None:
+    """The live memory that now stands for `memory_id`: itself, or its survivor via superseded_by."""
+    seen = set()
+    current: str | None = memory_id
+    while current is not None and current not in seen:
+        if conn.execute(select(memories.c.id).where(memories.c.id == current)).first():
+            return current
+        seen.add(current)
+        current = conn.execute(select(archive.c.superseded_by).where(archive.c.id == current)).scalar_one_or_none()
+    return None
+
+
+def run_checks(conn: Connection, checks: Sequence[Mapping[str, str]], k: int) -> list[CheckResult]:
+    """Evaluate recall checks against the state `conn` sees (inside a job: the would-be state)."""
+    results = []
+    for check in checks:
+        namespace = check.get("namespace", "default")
+        top_ids = [row["id"] for row in recall_rows(conn, check["query"], k, namespace)]
+        resolved = resolve_live_id(conn, check["expect_id"])
+        results.append(
+            CheckResult(check["query"], check["expect_id"], namespace, resolved, top_ids, resolved in top_ids)
+        )
+    return results
