@@ -24,6 +24,8 @@ def stores(draw, max_size: int = 14) -> list[dict]:
             "importance": draw(st.sampled_from([1, 2, 2, 5])),
             "pinned": draw(st.integers(0, 5)) == 0,
             "namespace": draw(st.sampled_from(NAMESPACES)),
+            "recall_count": draw(st.sampled_from([0, 0, 1, 3])),
+            "last_recalled_at": draw(st.one_of(st.none(), st.integers(0, 5))),
         }
         for memory_id in ids
     ]

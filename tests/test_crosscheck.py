@@ -13,6 +13,7 @@ from memstore.reference import plan_consolidation
 from .strategies import NAMESPACES, stores
 
 RULE_FIELDS = ("id", "namespace", "text", "timestamp", "importance", "pinned")
+RECALL_FIELDS = ("recall_count", "last_recalled_at")
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,7 @@ def shared_store(tmp_path_factory):
 
 def reset(store: MemoryStore) -> None:
     with store.engine.begin() as conn:
-        for table in ("memory_archive", "memories", "consolidation_runs"):
+        for table in ("memory_merges", "memory_archive", "memories", "consolidation_runs"):
             conn.execute(text(f"DELETE FROM {table}"))
 
 
@@ -66,9 +67,22 @@ def test_sql_job_leaves_exactly_what_the_reference_keeps(shared_store, records, 
     for row in archived:  # moved whole: text and every rule field unchanged
         assert rule_view(row) == rule_view(by_id[row["id"]]) and row["run_id"] == report.run_id
 
+    # Survivors inherit their duplicates' recall history; archived duplicates keep their own.
+    absorbed = {}
+    for loser_id, (reason, winner) in expected_archived.items():
+        if reason == "duplicate":
+            absorbed.setdefault(winner, []).append(by_id[loser_id])
+    for row in store.list(None) + archived:
+        original = by_id[row["id"]]
+        family = [original] + absorbed.get(row["id"], [])
+        times = [m["last_recalled_at"] for m in family if m["last_recalled_at"] is not None]
+        assert row["recall_count"] == sum(m["recall_count"] for m in family)
+        assert row["last_recalled_at"] == (max(times) if times else None)
+
     again = store.consolidate(capacity, target)
     assert again.archived == []
 
     store.restore(report.run_id)
-    assert sorted(rule_view(r) for r in store.list(None)) == sorted(rule_view(r) for r in records)
+    full_view = lambda r: rule_view(r) + tuple(r[f] for f in RECALL_FIELDS)  # noqa: E731
+    assert sorted(map(full_view, store.list(None))) == sorted(map(full_view, records))
     assert store.count(None, archived=True) == 0

@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""Benchmark the hygiene report (`MemoryStore.report`) on a large synthetic store.
+
+    .venv/bin/python scripts/bench_report.py [--size 100000] [--seed 1] [--repeats 3]
+                                             [--exhaustive-sample 4000]
+
+Target (from the issue): on a 100,000-memory store the whole report finishes within 60 s on a
+2-core machine. This is measured here, not in a timed test.
+
+What it does:
+
+1. Generates a store deterministically from ``random.Random(seed)``: texts of ~100 characters
+   drawn from a vocabulary of a few thousand words with a Zipf-like distribution (common words
+   such as "the" and "user" are very frequent), ~30 % near-duplicate variants of earlier memories
+   (one or two words dropped / replaced / added, case or punctuation changed), some exact
+   duplicates, a few pinned, recall counts and dates spread over two years, and a few fact_keys
+   shared by 2-3 records. They go into a fresh SQLite file in a temp dir with one
+   ``MemoryStore.add_many`` call (timed separately; not part of the report figure).
+2. Times ``MemoryStore.report(now=...)`` end to end (median of ``--repeats`` runs).
+3. On the first ``--exhaustive-sample`` memories, runs ``hygiene.exhaustive_pairs`` (the O(n^2)
+   yardstick) and ``hygiene.similar_pairs`` at threshold 0.5 and checks that they agree exactly
+   (exit status 1 if not), then extrapolates the exhaustive cost to the full size.
+4. Prints a table and writes the same figures to ``bench-results/report.json``.
+
+The exit status is 0 whether or not the 60 s target is met (the output says which); it is
+non-zero only when the exactness check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from memstore import hygiene
+from memstore.store import MemoryStore
+
+TARGET_SECONDS = 60.0
+SAMPLE_THRESHOLD = 0.5
+DAY_MS = hygiene.DAY_MS
+# A fixed "now" keeps the store (and so the report) identical from run to run.
+NOW_MS = int(datetime(2025, 1, 1, tzinfo=timezone.utc).timestamp() * 1000)
+SPAN_MS = 730 * DAY_MS  # two years
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench-results" / "report.json"
+
+# The head of the vocabulary, most frequent first: what agent memories are mostly made of.
+COMMON_WORDS = """
+the user to a and of is in for prefers on with likes uses wants their project at from that
+this be it as should when always by team code file has use an are or works meeting about
+we asked not prefer dark mode python data api test new default config server build run
+time week no before after email repo branch review deploy never report settings language
+""".split()
+
+VOCABULARY_SIZE = 4000
+ZIPF_EXPONENT = 1.0
+VARIANT_SHARE = 0.30
+EXACT_DUPLICATE_SHARE = 0.03
+PINNED_SHARE = 0.01
+FACT_KEY_SHARE = 0.02  # of the memories, in groups of 2-3 sharing one fact_key
+
+
+# -- the synthetic store ------------------------------------------------------------------------
+
+
+def make_vocabulary(rng: random.Random) -> list[str]:
+    """COMMON_WORDS followed by pronounceable made-up words, VOCABULARY_SIZE in all, unique."""
+    onsets = "b c d f g h j k l m n p r s t v w z br cl dr fl gr pl st tr sh ch".split()
+    vowels = "a e i o u ai ea io ou".split()
+    codas = ["", "", "n", "r", "s", "t", "l", "m", "x", "nd", "st"]
+    words = list(COMMON_WORDS)
+    seen = set(words)
+    while len(words) < VOCABULARY_SIZE:
+        word = "".join(rng.choice(onsets) + rng.choice(vowels) for _ in range(rng.randint(1, 3)))
+        word += rng.choice(codas)
+        if rng.random() < 0.05:
+            word += str(rng.randint(2, 99))  # version numbers, ports, counts: "py311", "v2"
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+class TextMaker:
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.words = make_vocabulary(rng)
+        weights = [1.0 / (rank + 1) ** ZIPF_EXPONENT for rank in range(len(self.words))]
+        total = 0.0
+        self.cum_weights = []
+        for weight in weights:
+            total += weight
+            self.cum_weights.append(total)
+
+    def word(self) -> str:
+        return self.rng.choices(self.words, cum_weights=self.cum_weights)[0]
+
+    def fresh(self) -> str:
+        """A new memory of ~100 characters (Gaussian length, clipped to 25..250)."""
+        rng = self.rng
+        target = min(max(int(rng.gauss(100, 30)), 25), 250)
+        words: list[str] = []
+        length = -1
+        while length < target:
+            word = self.word()
+            words.append(word)
+            length += len(word) + 1
+        if rng.random() < 0.2 and len(words) > 6:  # a clause: "..., and ..."
+            cut = rng.randrange(3, len(words) - 2)
+            words[cut] += ","
+        text = " ".join(words)
+        text = text[0].upper() + text[1:]
+        return text + rng.choice([".", ".", ".", ".", "!", ""])
+
+    def variant(self, text: str) -> str:
+        """One or two small edits: drop / replace / add a word, change case or punctuation."""
+        rng = self.rng
+        words = text.split()
+        for _ in range(rng.choice((1, 1, 2))):
+            edit = rng.choice(("drop", "replace", "add", "add", "case", "punct"))
+            if edit == "drop" and len(words) > 2:
+                del words[rng.randrange(len(words))]
+            elif edit == "replace" and words:
+                words[rng.randrange(len(words))] = self.word()
+            elif edit == "add":
+                # Now and then the added word is a negation: a candidate contradiction.
+                new = rng.choice(("not", "never", "no")) if rng.random() < 0.15 else self.word()
+                words.insert(rng.randrange(len(words) + 1), new)
+            elif edit == "case" and words:
+                i = rng.randrange(len(words))
+                words[i] = rng.choice((str.upper, str.lower, str.capitalize))(words[i])
+            else:
+                body = " ".join(words).rstrip(".!?")
+                words = (body + rng.choice((".", "!", "?", "", " ."))).split()
+        return " ".join(words) if words else text
+
+
+def generate_records(size: int, seed: int) -> tuple[list[dict], dict[str, int]]:
+    rng = random.Random(seed)
+    maker = TextMaker(rng)
+    texts: list[str] = []
+    kinds = {"fresh": 0, "variant": 0, "exact_duplicate": 0}
+    for _ in range(size):
+        roll = rng.random()
+        if texts and roll < EXACT_DUPLICATE_SHARE:
+            texts.append(texts[rng.randrange(len(texts))])
+            kinds["exact_duplicate"] += 1
+        elif texts and roll < EXACT_DUPLICATE_SHARE + VARIANT_SHARE:
+            texts.append(maker.variant(texts[rng.randrange(len(texts))]))
+            kinds["variant"] += 1
+        else:
+            texts.append(maker.fresh())
+            kinds["fresh"] += 1
+
+    # fact_keys: groups of 2-3 records (chosen anywhere in the store) share one key.
+    fact_keys: dict[int, str] = {}
+    wanted = int(size * FACT_KEY_SHARE)
+    candidates = list(range(size))
+    rng.shuffle(candidates)
+    group = 0
+    while len(fact_keys) < wanted and candidates:
+        group += 1
+        for _ in range(rng.choice((2, 2, 3))):
+            if candidates:
+                fact_keys[candidates.pop()] = f"fact.{group:05d}"
+
+    records = []
+    for index, text in enumerate(texts):
+        created = NOW_MS - rng.randrange(SPAN_MS)
+        updated = created if rng.random() < 0.8 else created + rng.randrange(NOW_MS - created + 1)
+        recalls = 0 if rng.random() < 0.5 else min(int(rng.expovariate(0.3)) + 1, 500)
+        last_recalled = None if recalls == 0 else updated + rng.randrange(NOW_MS - updated + 1)
+        records.append(
+            {
+                "id": f"m{index:07d}",
+                "text": text,
+                "importance": rng.randint(1, 5),
+                "pinned": rng.random() < PINNED_SHARE,
+                "created_at": created,
+                "updated_at": updated,
+                "last_recalled_at": last_recalled,
+                "recall_count": recalls,
+                "fact_key": fact_keys.get(index),
+            }
+        )
+    kinds["fact_key_groups"] = group
+    kinds["with_fact_key"] = len(fact_keys)
+    kinds["pinned"] = sum(r["pinned"] for r in records)
+    kinds["avg_text_chars"] = round(sum(len(t) for t in texts) / max(size, 1), 1)
+    return records, kinds
+
+
+# -- measurements ---------------------------------------------------------------------------------
+
+
+def time_call(fn):
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def machine_info() -> dict:
+    return {
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or None,
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=100_000, help="memories in the store (default 100000)")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument("--repeats", type=int, default=3, help="report runs; the median is the figure (default 3)")
+    parser.add_argument(
+        "--exhaustive-sample", type=int, default=4000,
+        help="memories for the exhaustive-vs-prefix-filter check (default 4000)",
+    )  # fmt: skip
+    parser.add_argument("--output", type=Path, default=RESULTS, help=f"JSON output (default {RESULTS})")
+    args = parser.parse_args(argv)
+    if args.size < 1 or args.repeats < 1 or args.exhaustive_sample < 2:
+        parser.error("--size and --repeats must be >= 1, --exhaustive-sample >= 2")
+
+    print(f"generating {args.size:,} memories (seed {args.seed}) ...", flush=True)
+    generate_seconds, (records, kinds) = time_call(lambda: generate_records(args.size, args.seed))
+
+    with tempfile.TemporaryDirectory(prefix="memstore-bench-") as tmp:
+        store = MemoryStore(Path(tmp) / "bench.db")
+        try:
+            print("inserting with one add_many call ...", flush=True)
+            insert_seconds, added = time_call(lambda: store.add_many(records))
+            assert added.added == args.size, added.added
+            stored = store.count()
+
+            runs: list[float] = []
+            first = None
+            deterministic = True
+            for n in range(args.repeats):
+                seconds, report = time_call(lambda: store.report(now=NOW_MS))
+                runs.append(seconds)
+                print(f"  report run {n + 1}/{args.repeats}: {seconds:.2f} s", flush=True)
+                if first is None:
+                    first = report
+                elif report != first:
+                    deterministic = False
+                del report
+            report = first
+
+            # Where the report's time goes, one extra pass split by phase (not the headline figure).
+            fetch_seconds, rows = time_call(lambda: list(store.iter_rows("default")))
+            rows.sort(key=lambda m: m["id"])
+            sets_seconds, sets = time_call(lambda: [hygiene.token_set(m["text"]) for m in rows])
+            join_seconds, join = time_call(
+                lambda: hygiene.similar_pairs(sets, min(hygiene.NEAR_DUPLICATE_THRESHOLD, hygiene.CONTRADICTION_THRESHOLD))
+            )
+            build_seconds, _ = time_call(lambda: hygiene.build_report(rows, NOW_MS))
+            del rows, sets
+        finally:
+            store.close()
+
+    # Exhaustive yardstick vs the prefix-filtered join on the same sample (the first k memories
+    # in generation order: a smaller store with the same duplicate structure).
+    k = min(args.exhaustive_sample, args.size)
+    sample = [hygiene.token_set(r["text"]) for r in records[:k]]
+    print(f"exhaustive pairs on a sample of {k:,} ...", flush=True)
+    exhaustive_seconds, exhaustive = time_call(lambda: hygiene.exhaustive_pairs(sample, SAMPLE_THRESHOLD))
+    prefix_seconds, prefix = time_call(lambda: hygiene.similar_pairs(sample, SAMPLE_THRESHOLD))
+    identical = exhaustive == prefix
+    sample_pairs = k * (k - 1) // 2
+    full_pairs = args.size * (args.size - 1) // 2
+    cost_per_pair = exhaustive_seconds / sample_pairs if sample_pairs else 0.0
+    extrapolated = cost_per_pair * full_pairs
+    median = statistics.median(runs)
+    met = median <= TARGET_SECONDS
+
+    results = {
+        "benchmark": "memstore hygiene report",
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "machine": machine_info(),
+        "config": {
+            "size": args.size, "seed": args.seed, "repeats": args.repeats,
+            "exhaustive_sample": k, "sample_threshold": SAMPLE_THRESHOLD, "now_ms": NOW_MS,
+            "near_duplicate_threshold": hygiene.NEAR_DUPLICATE_THRESHOLD,
+            "contradiction_threshold": hygiene.CONTRADICTION_THRESHOLD,
+            "vocabulary_size": VOCABULARY_SIZE, "zipf_exponent": ZIPF_EXPONENT,
+        },  # fmt: skip
+        "store": {"records": stored, **kinds},
+        "timings_seconds": {
+            "generate": round(generate_seconds, 3),
+            "insert_add_many": round(insert_seconds, 3),
+            "report_runs": [round(s, 3) for s in runs],
+            "report_median": round(median, 3),
+        },
+        "report_breakdown_seconds": {
+            "fetch_rows": round(fetch_seconds, 3),
+            "token_sets": round(sets_seconds, 3),
+            "similar_pairs_join": round(join_seconds, 3),
+            "build_report_total": round(build_seconds, 3),
+            "join_pairs_at_0.5": len(join),
+        },
+        "report_counts": {
+            "total_records": report["total_records"],
+            "near_duplicate_pairs": len(report["near_duplicate_pairs"]),
+            "contradiction_flags": len(report["contradiction_flags"]),
+            "contradictions_negation": sum(c["reason"] == "negation differs" for c in report["contradiction_flags"]),
+            "contradictions_fact_key": sum(c["reason"] != "negation differs" for c in report["contradiction_flags"]),
+            "exact_duplicate_groups": len(report["exact_duplicate_groups"]),
+            "exact_duplicate_records": sum(len(g) for g in report["exact_duplicate_groups"]),
+            "repeated_runs_identical": deterministic,
+        },
+        "exactness_sample": {
+            "sample_size": k,
+            "pairs_compared": sample_pairs,
+            "exhaustive_seconds": round(exhaustive_seconds, 3),
+            "similar_pairs_seconds": round(prefix_seconds, 4),
+            "pairs_found": len(exhaustive),
+            "similar_pairs_found": len(prefix),
+            "identical": identical,
+            "exhaustive_cost_per_pair_us": round(cost_per_pair * 1e6, 4),
+        },
+        "extrapolation": {
+            "full_pairs": full_pairs,
+            "exhaustive_seconds_extrapolated": round(extrapolated, 1),
+            "ratio_exhaustive_over_report": round(extrapolated / median, 1) if median else None,
+        },
+        "target": {"seconds": TARGET_SECONDS, "met": met},
+    }
+
+    rc = results["report_counts"]
+    ex = results["exactness_sample"]
+    bd = results["report_breakdown_seconds"]
+    rows_out = [
+        ("machine", f"{os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, Python {platform.python_version()}"),
+        ("store size", f"{stored:,} memories (avg {kinds['avg_text_chars']} chars; {kinds['variant']:,} variants, "
+                       f"{kinds['exact_duplicate']:,} exact copies, {kinds['pinned']:,} pinned, {kinds['with_fact_key']:,} with fact_key)"),
+        ("generate", f"{generate_seconds:.2f} s"),
+        ("insert (add_many, 1 call)", f"{insert_seconds:.2f} s   (not part of the report figure)"),
+        ("report runs", ", ".join(f"{s:.2f}" for s in runs) + " s"),
+        ("report (median)", f"{median:.2f} s"),
+        ("  fetch rows", f"{bd['fetch_rows']:.2f} s   (separate pass, for the breakdown)"),
+        ("  token sets", f"{bd['token_sets']:.2f} s"),
+        ("  similar_pairs (t=0.5)", f"{bd['similar_pairs_join']:.2f} s, {bd['join_pairs_at_0.5']:,} pairs"),
+        ("  build_report total", f"{bd['build_report_total']:.2f} s"),
+        ("near-duplicate pairs", f"{rc['near_duplicate_pairs']:,}"),
+        ("contradiction flags", f"{rc['contradiction_flags']:,} ({rc['contradictions_negation']:,} negation, "
+                                f"{rc['contradictions_fact_key']:,} fact_key)"),
+        ("exact duplicate groups", f"{rc['exact_duplicate_groups']:,} ({rc['exact_duplicate_records']:,} records)"),
+        ("repeated runs identical", "yes" if deterministic else "NO"),
+        (f"exhaustive, sample {k:,}", f"{exhaustive_seconds:.2f} s ({sample_pairs:,} pairs, {ex['exhaustive_cost_per_pair_us']:.3f} us/pair)"),
+        (f"similar_pairs, sample {k:,}", f"{prefix_seconds:.4f} s"),
+        ("pairs on sample (t=0.5)", f"{len(exhaustive):,} exhaustive / {len(prefix):,} prefix-filtered: "
+                                    + ("IDENTICAL" if identical else "MISMATCH")),
+        ("exhaustive extrapolated", f"{extrapolated:,.0f} s ({extrapolated / 3600:.1f} h) for {full_pairs:,} pairs"),
+        ("ratio exhaustive / report", f"{extrapolated / median:,.0f}x" if median else "n/a"),
+        (f"target (<= {TARGET_SECONDS:.0f} s)", "target met" if met else "target NOT met"),
+    ]  # fmt: skip
+    width = max(len(name) for name, _ in rows_out)
+    print()
+    for name, value in rows_out:
+        print(f"{name:<{width}}  {value}")
+
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {args.output}")
+    print("target met" if met else "target NOT met", f"(median {median:.2f} s vs {TARGET_SECONDS:.0f} s)")
+    if not identical:
+        missing = sorted(set((p.first, p.second) for p in exhaustive) ^ set((p.first, p.second) for p in prefix))
+        print(f"EXACTNESS MISMATCH: {len(missing)} pairs differ, e.g. {missing[:5]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Recall over the FTS5 index: kept in step with every write path, ranked with a total order."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memstore import MemoryStore
+from memstore.db import make_engine, write_transaction
+from alembic import command
+from memstore.migrate import alembic_config
+
+from .conftest import SEED_SAMPLE
+
+
+def ids(rows):
+    return [r["id"] for r in rows]
+
+
+def test_recall_finds_by_any_word_best_match_first(store):
+    store.add_many(
+        [
+            {"id": "wifi", "text": "The office wifi password is on the fridge"},
+            {"id": "dark", "text": "User prefers dark mode"},
+            {"id": "both", "text": "Office dark mode lighting"},
+        ]
+    )
+    assert ids(store.recall("office wifi", touch=False)) == ["wifi", "both"]
+    assert ids(store.recall("dark mode", touch=False))[0] in {"dark", "both"}
+    assert store.recall("nothing matches", touch=False) == []
+    assert store.recall("!!! ???", touch=False) == []
+
+
+def test_ties_are_broken_by_id_so_output_is_total(store):
+    store.add_many([{"id": i, "text": "same words here"} for i in ("b", "a", "é", "B")])
+    assert ids(store.recall("same words", k=10, touch=False)) == ["B", "a", "b", "é"]
+
+
+def test_query_syntax_is_not_interpreted(store):
+    store.add("a NEAR b OR c", id="x")
+    assert ids(store.recall('NEAR( "unterminated *', touch=False)) == ["x"]
+
+
+def test_recall_counts_unless_no_touch(store):
+    store.add("remember the milk", id="milk")
+    store.recall("milk", touch=False)
+    assert store.get("milk")["recall_count"] == 0
+    (row,) = store.recall("milk")
+    assert row["recall_count"] == 1 and row["last_recalled_at"] is not None
+    stored = store.get("milk")
+    assert (stored["recall_count"], stored["last_recalled_at"]) == (1, row["last_recalled_at"])
+
+
+def test_recall_is_per_namespace(store):
+    store.add("deploy on fridays", id="w", namespace="work")
+    store.add("deploy the garden shed", id="h", namespace="home")
+    assert ids(store.recall("deploy", namespace="work", touch=False)) == ["w"]
+    assert store.recall("deploy", touch=False) == []
+
+
+def test_index_follows_consolidation_and_restore(store):
+    store.add_many(SEED_SAMPLE)
+    run = store.consolidate(5)
+    assert ids(store.recall("dark mode", touch=False)) == ["m2"]  # m1 archived: no longer found
+    store.restore(run.run_id)
+    assert sorted(ids(store.recall("dark mode", touch=False))) == ["m1", "m2"]
+
+
+def test_index_follows_edits_made_in_the_sqlite3_shell(store, db_path):
+    store.add("old wording", id="x")
+    shell = sqlite3.connect(db_path)
+    shell.execute("UPDATE memories SET text = 'new phrasing' WHERE id = 'x'")
+    shell.commit()
+    assert store.recall("wording", touch=False) == []
+    assert ids(store.recall("phrasing", touch=False)) == ["x"]
+    shell.execute("DELETE FROM memories WHERE id = 'x'")
+    shell.commit()
+    assert store.recall("phrasing", touch=False) == []
+    assert shell.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')").fetchall() == []
+
+
+def test_upgrading_a_store_with_memories_indexes_the_existing_rows(db_path):
+    engine = make_engine(db_path)
+    with write_transaction(engine) as conn:
+        command.upgrade(alembic_config(conn), "0001")
+    with write_transaction(engine) as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO memories (id, namespace, text, norm_key, timestamp, importance, pinned, created_at, updated_at)"
+            " VALUES ('old', 'default', 'written before recall existed', 'written before recall existed', 1, 3, 0, 1, 1)"
+        )
+    engine.dispose()
+    with MemoryStore(db_path) as store:
+        assert ids(store.recall("recall existed", touch=False)) == ["old"]
