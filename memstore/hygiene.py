@@ -136,23 +136,30 @@ def build_report(
     sets = [token_set(m["text"]) for m in memories]
     negated = [bool(s & NEGATION_WORDS) for s in sets]
 
-    groups: dict[str, list[str]] = defaultdict(list)
+    # Duplicates, near-duplicates and contradictions are only ever looked for within a namespace.
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     for memory in memories:
-        groups[memory["norm_key"]].append(memory["id"])
+        groups[memory["namespace"], memory["norm_key"]].append(memory["id"])
     exact_groups = sorted((g for g in groups.values() if len(g) > 1), key=lambda g: g[0])
 
+    by_namespace: dict[str, list[int]] = defaultdict(list)
+    for index, memory in enumerate(memories):
+        by_namespace[memory["namespace"]].append(index)
     near_pairs, contradictions = [], []
-    for pair in similar_pairs(sets, min(near_threshold, contradiction_threshold)):
-        a, b = memories[pair.first], memories[pair.second]
-        if pair.similarity >= near_threshold and a["norm_key"] != b["norm_key"]:
-            near_pairs.append({"ids": [a["id"], b["id"]], "jaccard": round(pair.similarity, 3)})
-        if pair.similarity >= contradiction_threshold and negated[pair.first] != negated[pair.second]:
-            contradictions.append({"ids": [a["id"], b["id"]], "jaccard": round(pair.similarity, 3), "reason": "negation differs"})
+    for members in by_namespace.values():
+        for pair in similar_pairs([sets[i] for i in members], min(near_threshold, contradiction_threshold)):
+            i, j = members[pair.first], members[pair.second]
+            a, b = memories[i], memories[j]
+            if pair.similarity >= near_threshold and a["norm_key"] != b["norm_key"]:
+                near_pairs.append({"ids": [a["id"], b["id"]], "jaccard": round(pair.similarity, 3)})
+            if pair.similarity >= contradiction_threshold and negated[i] != negated[j]:
+                contradictions.append({"ids": [a["id"], b["id"]], "jaccard": round(pair.similarity, 3), "reason": "negation differs"})
+    near_pairs.sort(key=lambda p: p["ids"])
     flagged = {tuple(c["ids"]) for c in contradictions}
-    by_fact: dict[str, list[int]] = defaultdict(list)
+    by_fact: dict[tuple[str, str], list[int]] = defaultdict(list)
     for index, memory in enumerate(memories):
         if memory.get("fact_key") is not None:
-            by_fact[memory["fact_key"]].append(index)
+            by_fact[memory["namespace"], memory["fact_key"]].append(index)
     for members in by_fact.values():
         for n, i in enumerate(members):
             for j in members[n + 1 :]:
