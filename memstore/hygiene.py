@@ -76,39 +76,84 @@ class SimilarPair:
     similarity: float
 
 
-def similar_pairs(token_sets: Sequence[frozenset[str]], threshold: float) -> list[SimilarPair]:
-    """Every pair with Jaccard >= threshold (0 < threshold <= 1), exactly, via prefix filtering."""
+def similar_pairs(
+    token_sets: Sequence[frozenset[str]], threshold: float, sides: Sequence[bool] | None = None
+) -> list[SimilarPair]:
+    """Every pair with Jaccard >= threshold (0 < threshold <= 1), exactly, without comparing all pairs.
+
+    The PPJoin similarity join: tokens are ordered rarest first and records visited smallest first.
+    Two sets x, y (|y| <= |x|) with Jaccard >= t share at least ``alpha = ceil(t/(1+t) * (|x|+|y|))``
+    tokens, so they must share one among the first ``|x| - ceil(t*|x|) + 1`` tokens of x (the probe
+    prefix) and the first ``|y| - ceil(2t/(1+t)*|y|) + 1`` of y (the indexed prefix); a candidate is
+    dropped as soon as its overlap so far plus the tokens left after the matching positions cannot
+    reach alpha. Survivors are verified with the exact Jaccard. With `sides`, only pairs whose sides
+    differ are reported (used for contradictions: one side negated, the other not).
+    """
     if not 0 < threshold <= 1:
         raise ValueError("threshold must be in (0, 1]")
     frequency = Counter(token for tokens_ in token_sets for token in tokens_)
-    # Rarest tokens first: prefixes then hold the most selective tokens and the lists stay short.
+    # Tokens become their rank, rarest first: prefixes then hold the most selective tokens.
     rank = {token: i for i, token in enumerate(sorted(frequency, key=lambda t: (frequency[t], t)))}
-    ordered = [sorted(tokens_, key=rank.__getitem__) for tokens_ in token_sets]
+    ordered = [sorted(rank[token] for token in tokens_) for tokens_ in token_sets]
+    sizes = [len(tokens_) for tokens_ in ordered]
+    side_of = sides if sides is not None else [False] * len(token_sets)
 
     pairs: list[SimilarPair] = []
-    empties = [i for i, tokens_ in enumerate(ordered) if not tokens_]
+    empties = [i for i, size in enumerate(sizes) if not size]
     for n, i in enumerate(empties):  # two empty sets are identical (Jaccard 1.0)
-        pairs.extend(SimilarPair(i, j, 1.0) for j in empties[n + 1 :])
+        pairs.extend(SimilarPair(i, j, 1.0) for j in empties[n + 1 :] if sides is None or side_of[i] != side_of[j])
 
-    # Visit records by size so that every earlier record in an inverted list is no larger.
-    order = sorted((i for i, t in enumerate(ordered) if t), key=lambda i: (len(ordered[i]), i))
-    postings: dict[str, list[int]] = defaultdict(list)
-    for i in order:
-        size = len(ordered[i])
-        # Required overlap is ceil(t * size); a tiny epsilon keeps float error on the safe side
-        # (a longer prefix only adds candidates, never loses a pair).
-        prefix = size - math.ceil(threshold * size - 1e-9) + 1
-        min_size = threshold * size - 1e-9
-        candidates: set[int] = set()
-        for token in ordered[i][:prefix]:
-            bucket = postings[token]
-            candidates.update(j for j in bucket if len(ordered[j]) >= min_size)
-            bucket.append(i)
-        mine = token_sets[i]
-        for j in candidates:
-            similarity = jaccard(mine, token_sets[j])
-            if similarity >= threshold:
-                pairs.append(SimilarPair(min(i, j), max(i, j), similarity))
+    # Float bounds get a tiny epsilon on the safe side: a longer prefix or a lower bound only adds
+    # candidates for the exact check, never loses a pair.
+    eps = 1e-9
+    ceil = math.ceil
+    overlap_factor = threshold / (1 + threshold)
+    # Per side and token: the records indexed under it as (record, position), in visiting order,
+    # hence by size; `skip` counts the leading entries already too small for every later probe.
+    postings: dict[bool, dict[int, list[tuple[int, int]]]] = {False: defaultdict(list), True: defaultdict(list)}
+    skip: dict[bool, dict[int, int]] = {False: defaultdict(int), True: defaultdict(int)}
+    for i in sorted((i for i, size in enumerate(sizes) if size), key=lambda i: (sizes[i], i)):
+        mine, size = ordered[i], sizes[i]
+        probe_prefix = size - ceil(threshold * size - eps) + 1
+        index_prefix = size - ceil(2 * overlap_factor * size - eps) + 1
+        min_size = threshold * size - eps
+        probed_side = (not side_of[i]) if sides is not None else False
+        probed, probed_skip = postings[probed_side], skip[probed_side]
+        overlap: dict[int, int] = {}  # candidate -> tokens shared so far; -1 once ruled out
+        for position in range(probe_prefix):
+            token = mine[position]
+            bucket = probed.get(token)
+            if not bucket:
+                continue
+            start = probed_skip[token]
+            while start < len(bucket) and sizes[bucket[start][0]] < min_size:
+                start += 1  # sizes only grow from here on, so this entry is never needed again
+            probed_skip[token] = start
+            left_mine = size - position - 1
+            for n in range(start, len(bucket)):
+                j, their_position = bucket[n]
+                so_far = overlap.get(j, 0)
+                if so_far < 0:
+                    continue
+                their_size = sizes[j]
+                left_theirs = their_size - their_position - 1
+                # Positional filter: even sharing every token left on both sides must reach alpha.
+                if so_far + 1 + (left_mine if left_mine < left_theirs else left_theirs) >= ceil(
+                    overlap_factor * (size + their_size) - eps
+                ):
+                    overlap[j] = so_far + 1
+                else:
+                    overlap[j] = -1
+        own = postings[side_of[i]] if sides is not None else probed
+        for position in range(index_prefix):
+            own[mine[position]].append((i, position))
+        mine_set = token_sets[i]
+        for j, so_far in overlap.items():
+            if so_far > 0:
+                common = len(mine_set & token_sets[j])
+                similarity = common / (size + sizes[j] - common)  # jaccard(), inlined: the hot loop
+                if similarity >= threshold:
+                    pairs.append(SimilarPair(min(i, j), max(i, j), similarity))
     pairs.sort(key=lambda p: (p.first, p.second))
     return pairs
 
@@ -147,13 +192,15 @@ def build_report(
         by_namespace[memory["namespace"]].append(index)
     near_pairs, contradictions = [], []
     for members in by_namespace.values():
-        for pair in similar_pairs([sets[i] for i in members], min(near_threshold, contradiction_threshold)):
-            i, j = members[pair.first], members[pair.second]
-            a, b = memories[i], memories[j]
-            if pair.similarity >= near_threshold and a["norm_key"] != b["norm_key"]:
+        member_sets = [sets[i] for i in members]
+        for pair in similar_pairs(member_sets, near_threshold):
+            a, b = memories[members[pair.first]], memories[members[pair.second]]
+            if a["norm_key"] != b["norm_key"]:
                 near_pairs.append({"ids": [a["id"], b["id"]], "jaccard": round(pair.similarity, 3)})
-            if pair.similarity >= contradiction_threshold and negated[i] != negated[j]:
-                contradictions.append({"ids": [a["id"], b["id"]], "jaccard": round(pair.similarity, 3), "reason": "negation differs"})
+        # A negation contradiction needs exactly one negated side: join the two sides only.
+        for pair in similar_pairs(member_sets, contradiction_threshold, sides=[negated[i] for i in members]):
+            a, b = memories[members[pair.first]], memories[members[pair.second]]
+            contradictions.append({"ids": [a["id"], b["id"]], "jaccard": round(pair.similarity, 3), "reason": "negation differs"})
     near_pairs.sort(key=lambda p: p["ids"])
     flagged = {tuple(c["ids"]) for c in contradictions}
     by_fact: dict[tuple[str, str], list[int]] = defaultdict(list)

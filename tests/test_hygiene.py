@@ -588,3 +588,15 @@ def test_report_over_every_namespace_only_groups_duplicates_within_a_namespace(s
     everywhere = store.report(None, now=NOW_MS)
     assert everywhere["exact_duplicate_groups"] == []
     assert everywhere["near_duplicate_pairs"] == [] and everywhere["contradiction_flags"] == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sets=st.lists(st.frozensets(st.sampled_from("abcdefghij"), max_size=6), max_size=25),
+    sides=st.lists(st.booleans(), min_size=25, max_size=25),
+    threshold=st.floats(0.5, 1.0),
+)
+def test_two_sided_join_finds_exactly_the_cross_side_pairs(sets, sides, threshold):
+    sides = sides[: len(sets)]
+    expected = [p for p in exhaustive_pairs(sets, threshold) if sides[p.first] != sides[p.second]]
+    assert similar_pairs(sets, threshold, sides=sides) == expected
