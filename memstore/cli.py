@@ -189,24 +189,30 @@ def add(ctx, text, memory_id, namespace, timestamp, importance, pinned, fact_key
 @cli.command("import")
 @click.argument("file", type=click.File("rb"))
 @click.option("--namespace", "-n", default=None, help="Namespace for records that name none.")
+@click.option("--skip-invalid", is_flag=True, help="Write the valid records; report the invalid ones on stderr.")
 @json_option
 @click.pass_context
-def import_(ctx, file, namespace, as_json) -> None:
+def import_(ctx, file, namespace, skip_invalid, as_json) -> None:
     """Import memories from JSON or JSONL.
 
     FILE is a JSON array or JSON Lines file, or '-' for stdin.
 
     Every record is validated before anything is written; one bad record stops the import,
-    naming its file, line and field.
+    naming its file, line and field, and nothing is written. With --skip-invalid, exactly
+    the valid records are written and each skipped one is named on stderr.
 
     \b
     Example:
         memstore import memories.jsonl
     """
     name = getattr(file, "name", "<stdin>")
-    result = open_store(ctx, create=True).import_file(file, name, namespace)
-    summary = {"added": result.added, "unchanged": result.unchanged}
-    print_json(summary) if as_json else click.echo(f"imported {result.added} memories ({result.unchanged} already stored)")
+    result = open_store(ctx, create=True).import_file(file, name, namespace, skip_invalid=skip_invalid)
+    for reason in result.rejected:
+        click.echo(f"skipped: {reason}", err=True)
+    if as_json:
+        return print_json({"added": result.added, "unchanged": result.unchanged, "skipped": result.skipped})
+    skipped = f"; skipped {result.skipped} invalid records" if skip_invalid else ""
+    click.echo(f"imported {result.added} memories ({result.unchanged} already stored){skipped}")
 
 
 @cli.command()

@@ -12,7 +12,7 @@ Dates may be Unix milliseconds or ISO 8601 dates/datetimes (a naive one is UTC).
 ``timestamp`` is taken from ``updated_at``, else ``created_at``. ``norm_key`` in the input is
 ignored: the key is always recomputed.
 
->>> [p.row["norm_key"] for p in read_memories(io.StringIO('{"id": "a", "text": "Hi!"}'), "x.jsonl")]
+>>> [p.row["norm_key"] for p in read_memories(io.StringIO('{"id": "a", "text": "Hi!"}'), "x.jsonl").prepared]
 ['hi']
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import IO, Any
 
@@ -62,6 +63,8 @@ def _array_items(text: str, name: str) -> Iterator[tuple[int, Any]]:
             value, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise invalid(exc.pos, exc.msg) from None
+        except RecursionError:
+            raise invalid(pos, "nested too deeply") from None
         yield _line_of(text, pos), value
         pos = skip_space(end)
         if text.startswith(",", pos):
@@ -74,19 +77,33 @@ def _array_items(text: str, name: str) -> Iterator[tuple[int, Any]]:
         raise invalid(pos + 1, "text after the array")
 
 
-def _jsonl_items(text: str, name: str) -> Iterator[tuple[int, Any]]:
-    for number, line in enumerate(text.splitlines(), start=1):
+def _jsonl_items(data: bytes | str, name: str) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line decoded; a line that is not valid UTF-8 or JSON yields its ValidationError.
+
+    Lines end at "\n" only (JSON allows U+2028 inside strings); a trailing "\r" is JSON whitespace.
+    """
+    lines = data.split(b"\n" if isinstance(data, bytes) else "\n")
+    for number, line in enumerate(lines, start=1):
+        location = f"{name} line {number}"
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, ValidationError(location, None, f"not valid UTF-8 (byte {exc.start + 1} of the line)")
+                continue
         if not line.strip():
             continue
         try:
             yield number, json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValidationError(f"{name} line {number}", None, f"invalid JSON: {exc.msg}") from None
+            yield number, ValidationError(location, None, f"invalid JSON: {exc.msg}")
+        except RecursionError:
+            yield number, ValidationError(location, None, "invalid JSON: nested too deeply")
 
 
 def decode_text(data: bytes, name: str) -> str:
     try:
-        return data.decode("utf-8-sig")  # a leading BOM is dropped
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ValidationError(f"{name} line {line}", None, f"not valid UTF-8 (byte {exc.start})") from None
@@ -113,24 +130,45 @@ def _to_input_record(value: Any, location: str) -> dict[str, Any]:
     return record
 
 
-def read_memories(source: IO[bytes] | IO[str], name: str, namespace: str | None = None) -> list[PreparedRow]:
-    """Read and validate every record of a JSON array or JSONL stream; raise on the first bad one."""
-    items = _items(source, name)
+@dataclass
+class ReadResult:
+    prepared: list[PreparedRow]
+    rejected: list[ValidationError]  # only filled with skip_invalid
+
+
+def read_memories(
+    source: IO[bytes] | IO[str], name: str, namespace: str | None = None, *, skip_invalid: bool = False
+) -> ReadResult:
+    """Read and validate every record of a JSON array or JSONL stream.
+
+    By default the first bad record raises; with `skip_invalid` bad records are collected in
+    `rejected` and the rest are returned. A JSON array that does not parse is fatal either way.
+    """
     now = now_ms()
-    prepared = []
-    for line, value in items:
-        location = f"{name} line {line}"
-        record = _to_input_record(value, location)
-        if namespace is not None:
-            record.setdefault("namespace", namespace)
-        prepared.append(prepare_row(record, location, now))
-    return prepared
+    result = ReadResult([], [])
+    for line, value in _items(source, name):
+        try:
+            if isinstance(value, ValidationError):
+                raise value
+            location = f"{name} line {line}"
+            record = _to_input_record(value, location)
+            if namespace is not None:
+                record.setdefault("namespace", namespace)
+            result.prepared.append(prepare_row(record, location, now))
+        except ValidationError as error:
+            if not skip_invalid:
+                raise
+            result.rejected.append(error)
+    return result
 
 
 def _items(source: IO[bytes] | IO[str], name: str) -> Iterator[tuple[int, Any]]:
     data = source.read()
-    text = decode_text(data, name) if isinstance(data, bytes) else data.removeprefix("\ufeff")
-    return _array_items(text, name) if text.lstrip().startswith("[") else _jsonl_items(text, name)
+    data = data.removeprefix(b"\xef\xbb\xbf") if isinstance(data, bytes) else data.removeprefix("\ufeff")
+    if data.lstrip().startswith(b"[" if isinstance(data, bytes) else "["):
+        text = decode_text(data, name) if isinstance(data, bytes) else data
+        return _array_items(text, name)
+    return _jsonl_items(data, name)
 
 
 def read_checks(source: IO[bytes] | IO[str], name: str) -> list[dict[str, str]]:
@@ -138,6 +176,8 @@ def read_checks(source: IO[bytes] | IO[str], name: str) -> list[dict[str, str]]:
     checks = []
     for line, value in _items(source, name):
         location = f"{name} line {line}"
+        if isinstance(value, ValidationError):
+            raise value
         if not isinstance(value, dict):
             raise ValidationError(location, None, "must be a JSON object")
         unknown = sorted(set(value) - {"query", "expect_id", "namespace"})

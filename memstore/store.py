@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from sqlalchemy import Connection, func, insert, select
@@ -32,7 +32,12 @@ _LOOKUP_CHUNK = 500
 class AddResult:
     added: int
     unchanged: int  # identical records already stored (retries)
-    ids: list[str]  # every input record's id, in input order
+    ids: list[str]  # the id of every record written or found unchanged, in input order
+    rejected: list[str] = field(default_factory=list)  # with skip_invalid: why each skipped record was
+
+    @property
+    def skipped(self) -> int:
+        return len(self.rejected)
 
 
 class MemoryStore:
@@ -97,7 +102,7 @@ class MemoryStore:
             "importance": importance, "pinned": pinned, "fact_key": fact_key, "meta": meta,
         }  # fmt: skip
         prepared = prepare_row(record, "memory")
-        self._write([prepared])
+        self.add_prepared([prepared])
         return self.get(prepared.row["id"])
 
     def add_many(self, records: Iterable[Mapping[str, Any]]) -> AddResult:
@@ -106,37 +111,55 @@ class MemoryStore:
         prepared = [prepare_row(record, f"record {index}", now) for index, record in enumerate(records)]
         return self.add_prepared(prepared)
 
-    def add_prepared(self, prepared: list[PreparedRow]) -> AddResult:
-        """Write rows already checked by `prepare_row` (the importer's path)."""
+    def add_prepared(self, prepared: list[PreparedRow], *, skip_invalid: bool = False) -> AddResult:
+        """Write rows already checked by `prepare_row` (the importer's path), in one transaction.
+
+        A repeated id within the batch, or a different record under a stored id, raises; with
+        `skip_invalid` that record is skipped instead and named in `AddResult.rejected`.
+        """
+        rejected: list[str] = []
+        unique: list[PreparedRow] = []
         first_location: dict[str, str] = {}
         for item in prepared:
             row_id = item.row["id"]
             if row_id in first_location:
-                raise ValidationError(item.location, "id", f"repeats the id {row_id!r} of {first_location[row_id]}")
+                error = ValidationError(item.location, "id", f"repeats the id {row_id!r} of {first_location[row_id]}")
+                if not skip_invalid:
+                    raise error
+                rejected.append(str(error))
+                continue
             first_location[row_id] = item.location
-        added = self._write(prepared)
-        return AddResult(added=added, unchanged=len(prepared) - added, ids=[p.row["id"] for p in prepared])
-
-    def import_file(self, source: IO[bytes] | IO[str], name: str, namespace: str | None = None) -> AddResult:
-        """Import a JSON array or JSONL stream: all records validated first, then one transaction."""
-        return self.add_prepared(read_memories(source, name, namespace))
-
-    def _write(self, prepared: list[PreparedRow]) -> int:
+            unique.append(item)
         with write_transaction(self.engine) as conn:
-            stored = self._stored_rows(conn, [item.row["id"] for item in prepared])
-            new_rows = []
-            for item in prepared:
+            stored = self._stored_rows(conn, [item.row["id"] for item in unique])
+            new_rows, kept = [], []
+            for item in unique:
                 existing = stored.get(item.row["id"])
                 if existing is None:
                     new_rows.append(item.row)
                 elif not is_retry_of(item, existing):
-                    raise IdConflictError(
-                        f"{item.location}: field 'id': {item.row['id']!r} already holds a different memory"
-                        + (" (archived)" if existing.get("archived_at") is not None else "")
-                    )
+                    archived = " (archived)" if existing.get("archived_at") is not None else ""
+                    error = IdConflictError(f"{item.location}: field 'id': {item.row['id']!r} already holds a different memory{archived}")
+                    if not skip_invalid:
+                        raise error
+                    rejected.append(str(error))
+                    continue
+                kept.append(item.row["id"])
             if new_rows:
                 conn.execute(insert(memories), new_rows)
-            return len(new_rows)
+        return AddResult(added=len(new_rows), unchanged=len(kept) - len(new_rows), ids=kept, rejected=rejected)
+
+    def import_file(
+        self, source: IO[bytes] | IO[str], name: str, namespace: str | None = None, *, skip_invalid: bool = False
+    ) -> AddResult:
+        """Import a JSON array or JSONL stream: all records validated first, then one transaction.
+
+        With `skip_invalid`, exactly the valid records are written and the others are reported.
+        """
+        read = read_memories(source, name, namespace, skip_invalid=skip_invalid)
+        result = self.add_prepared(read.prepared, skip_invalid=skip_invalid)
+        result.rejected[:0] = [str(error) for error in read.rejected]
+        return result
 
     @staticmethod
     def _stored_rows(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:

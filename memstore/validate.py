@@ -14,6 +14,8 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 IMPORTANCE_MIN = 1
 IMPORTANCE_MAX = 5
+# A memory is a fact, not a document; this also keeps one bad record from filling the disk.
+MAX_TEXT_CHARS = 1_000_000
 
 
 def _describe(value: Any) -> str:
@@ -26,10 +28,14 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_string(value: Any, location: str, field: str, *, allow_empty: bool = True) -> str:
-    """A str that SQLite and PostgreSQL can both store: no NUL, no lone surrogate."""
+def check_string(
+    value: Any, location: str, field: str, *, allow_empty: bool = True, max_chars: int = MAX_TEXT_CHARS
+) -> str:
+    """A str that SQLite and PostgreSQL can both store: no NUL, no lone surrogate, not huge."""
     if not isinstance(value, str):
         raise ValidationError(location, field, f"must be a string, got {_describe(value)}")
+    if len(value) > max_chars:
+        raise ValidationError(location, field, f"is longer than {max_chars:,} characters ({len(value):,})")
     if not allow_empty and not value:
         raise ValidationError(location, field, "must not be empty")
     if "\x00" in value:

@@ -90,9 +90,9 @@ def test_bad_import_names_file_line_and_field_and_writes_nothing(run, tmp_path):
 
 def test_import_from_stdin_json_array(run):
     result = run("import", "-", "--json", input=json.dumps(SEED_SAMPLE))
-    assert json.loads(result.output) == {"added": 3, "unchanged": 0}
+    assert json.loads(result.output) == {"added": 3, "unchanged": 0, "skipped": 0}
     again = run("import", "-", "--json", input=json.dumps(SEED_SAMPLE))
-    assert json.loads(again.output) == {"added": 0, "unchanged": 3}
+    assert json.loads(again.output) == {"added": 0, "unchanged": 3, "skipped": 0}
 
 
 def test_import_of_the_hygiene_format_derives_timestamp_and_fact_key(run, tmp_path):
