@@ -530,6 +530,32 @@ def backup(ctx, destination, force, as_json) -> None:
     )
 
 
+@cli.command()
+@click.option("--fix", is_flag=True, help="Recompute wrong norm_key values and rebuild the recall index.")
+@json_option
+@click.pass_context
+def check(ctx, fix, as_json) -> None:
+    """Check the store is whole and follows memstore's rules.
+
+    integrity_check, norm_key = normalize_key(text) on every row (e.g. after edits in the
+    sqlite3 shell), no id both live and archived, schema at head, indexes as the models
+    define them, the recall index in step, WAL on. Exit 1 on any finding not fixed.
+
+    \b
+    Example:
+        memstore check --fix
+    """
+    report = open_store(ctx).check(fix=fix)
+    if as_json:
+        print_json({"ok": report.ok, "checks": report.checks_run, "findings": [f.__dict__ for f in report.findings]})
+    else:
+        for finding in report.findings:
+            click.echo(f"{'fixed' if finding.fixed else 'FOUND'}  {finding.check}: {finding.detail}")
+        click.echo(f"{'ok' if report.ok else 'problems found'}: {len(report.checks_run)} checks, {len(report.findings)} findings")
+    if not report.ok:
+        ctx.exit(1)
+
+
 def main() -> None:
     try:
         cli(prog_name="memstore")

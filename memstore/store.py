@@ -12,6 +12,7 @@ from sqlalchemy import Connection, func, insert, select
 from . import consolidate as job
 from . import hygiene, search
 from .backup import backup_sqlite
+from .check import CheckReport, check_store
 from .db import BUSY_TIMEOUT_MS, default_location, is_sqlite, sqlite_file_missing, make_engine, read_transaction, write_transaction
 from .errors import IdConflictError, MemstoreError, NotFoundError, RecallCheckError, ValidationError
 from .io import read_memories
@@ -311,6 +312,10 @@ class MemoryStore:
         if not self.is_sqlite:
             raise MemstoreError("backup works on SQLite stores only; for PostgreSQL use pg_dump")
         return backup_sqlite(self.engine, destination, force=force)
+
+    def check(self, *, fix: bool = False) -> CheckReport:
+        """Integrity, keys, ids, schema and index checks; `fix` repairs keys and the recall index."""
+        return check_store(self.engine, fix=fix)
 
     def namespaces(self) -> list[str]:
         with read_transaction(self.engine) as conn:

@@ -1,0 +1,105 @@
+"""`memstore check`: is the store whole, and does it still follow memstore's own rules?
+
+Finds what hand edits, crashes or an old tool can leave behind: a failed integrity check, rows whose
+stored `norm_key` is not `normalize_key(text)` (say, text edited in the sqlite3 shell), ids live and
+archived at once, a schema not at head, index drift, a full-text index out of step, WAL switched off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, Engine, bindparam, select, update
+
+from .db import read_transaction, write_transaction
+from .migrate import current_revision, head_revision, index_drift
+from .models import FTS_TABLE, ArchivedMemory, Memory
+from .normalize import normalize_key
+
+FTS_TRIGGERS = tuple(f"{FTS_TABLE}_after_{event}" for event in ("insert", "delete", "update"))
+# Rows read per round trip when recomputing keys.
+BATCH = 5_000
+
+
+@dataclass
+class Finding:
+    check: str
+    detail: str
+    fixed: bool = False
+
+
+@dataclass
+class CheckReport:
+    findings: list[Finding] = field(default_factory=list)
+    checks_run: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(finding.fixed for finding in self.findings)
+
+
+def _stale_keys(conn: Connection) -> list[tuple[str, str, str]]:
+    """(table, id, correct key) for every row whose stored norm_key differs from normalize_key(text)."""
+    wrong = []
+    for model in (Memory, ArchivedMemory):
+        table = model.__table__
+        rows = conn.execution_options(yield_per=BATCH).execute(
+            select(table.c.id, table.c.text, table.c.norm_key).order_by(table.c.id)
+        )
+        for row_id, row_text, stored_key in rows:
+            key = normalize_key(row_text)
+            if key != stored_key:
+                wrong.append((table.name, row_id, key))
+    return wrong
+
+
+def _sqlite_checks(conn: Connection, report: CheckReport) -> None:
+    report.checks_run += ["integrity_check", "journal_mode", "fts"]
+    problems = [row[0] for row in conn.exec_driver_sql("PRAGMA integrity_check").fetchall()]
+    if problems != ["ok"]:
+        report.findings += [Finding("integrity_check", problem) for problem in problems]
+    mode = conn.exec_driver_sql("PRAGMA journal_mode").scalar()
+    if mode != "wal":
+        report.findings.append(Finding("journal_mode", f"journal_mode is {mode}, not wal"))
+    triggers = set(conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'").scalars())
+    for missing in sorted(set(FTS_TRIGGERS) - triggers):
+        report.findings.append(Finding("fts", f"trigger {missing} is missing: the recall index no longer follows writes"))
+    try:
+        # rank = 1 also compares the index with the rows of `memories` it indexes.
+        conn.exec_driver_sql(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
+    except Exception as exc:  # FTS5 reports a damaged or out-of-step index as an error
+        report.findings.append(Finding("fts", f"the recall index is out of step with memories ({exc.__class__.__name__})"))
+
+
+def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
+    """Run every check; with `fix`, recompute wrong keys and rebuild the recall index in one transaction."""
+    report = CheckReport()
+    with read_transaction(engine) as conn:
+        report.checks_run += ["schema", "indexes", "ids", "norm_key"]
+        revision, head = current_revision(conn), head_revision()
+        if revision != head:
+            report.findings.append(Finding("schema", f"schema revision is {revision}, head is {head}"))
+        report.findings += [Finding("indexes", drift) for drift in index_drift(conn)]
+        memories, archive = Memory.__table__, ArchivedMemory.__table__
+        both = conn.execute(
+            select(memories.c.id).where(memories.c.id.in_(select(archive.c.id))).order_by(memories.c.id)
+        ).scalars().all()
+        report.findings += [Finding("ids", f"{row_id!r} is both live and archived") for row_id in both]
+        wrong_keys = _stale_keys(conn)
+        if conn.dialect.name == "sqlite":
+            _sqlite_checks(conn, report)
+    key_findings = [Finding("norm_key", f"{table} {row_id!r}: norm_key should be {key!r}") for table, row_id, key in wrong_keys]
+    report.findings += key_findings
+    fts_findings = [f for f in report.findings if f.check == "fts" and "trigger" not in f.detail]
+    if fix and (key_findings or fts_findings):
+        with write_transaction(engine) as conn:
+            for model in (Memory, ArchivedMemory):
+                table = model.__table__
+                rows = [{"b_id": row_id, "b_key": key} for name, row_id, key in wrong_keys if name == table.name]
+                if rows:
+                    conn.execute(update(table).where(table.c.id == bindparam("b_id")).values(norm_key=bindparam("b_key")), rows)
+            if fts_findings:
+                conn.exec_driver_sql(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
+        for finding in key_findings + fts_findings:
+            finding.fixed = True
+    return report
