@@ -1,0 +1,85 @@
+"""`memstore check`: finds what hand edits and accidents leave behind, and `--fix` repairs what it can."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from click.testing import CliRunner
+
+from memstore.cli import cli
+
+from .conftest import SEED_SAMPLE
+
+
+def run(db_path, *args):
+    return CliRunner().invoke(cli, ["--db", str(db_path), *args])
+
+
+def test_a_healthy_store_passes(store, db_path):
+    store.add_many(SEED_SAMPLE)
+    store.consolidate(1)
+    result = run(db_path, "check")
+    assert (result.exit_code, result.output) == (0, "ok: 7 checks, 0 findings\n")
+
+
+def test_text_edited_in_the_shell_is_found_and_fixed(store, db_path):
+    store.add_many(SEED_SAMPLE)
+    store.consolidate(5)
+    shell = sqlite3.connect(db_path)
+    shell.execute("UPDATE memories SET text = 'Ships on MONDAYS!' WHERE id = 'm3'")
+    shell.execute("UPDATE memory_archive SET text = 'Something else.' WHERE id = 'm1'")
+    shell.commit()
+    found = run(db_path, "check", "--json")
+    assert found.exit_code == 1
+    assert [f["detail"] for f in json.loads(found.output)["findings"]] == [
+        "memories 'm3': norm_key should be 'ships on mondays'",
+        "memory_archive 'm1': norm_key should be 'something else'",
+    ]
+    fixed = run(db_path, "check", "--fix")
+    assert fixed.exit_code == 0 and fixed.output.count("fixed  norm_key") == 2
+    assert store.get("m3")["norm_key"] == "ships on mondays"
+    assert run(db_path, "check").exit_code == 0
+
+
+def test_an_id_both_live_and_archived_is_reported(store, db_path):
+    store.add_many(SEED_SAMPLE)
+    shell = sqlite3.connect(db_path)
+    shell.execute(
+        "INSERT INTO memory_archive SELECT *, 0, 'manual', NULL, NULL FROM memories WHERE id = 'm2'"
+    )
+    shell.commit()
+    result = run(db_path, "check")
+    assert result.exit_code == 1 and "FOUND  ids: 'm2' is both live and archived" in result.output
+
+
+def test_a_recall_index_out_of_step_is_found_and_rebuilt(store, db_path):
+    store.add("hello world", id="a")
+    shell = sqlite3.connect(db_path)
+    shell.execute("INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', (SELECT rowid FROM memories WHERE id = 'a'), 'hello world')")
+    shell.commit()
+    assert store.recall("hello", touch=False) == []
+    found = run(db_path, "check")
+    assert found.exit_code == 1 and "fts: the recall index is out of step" in found.output
+    assert run(db_path, "check", "--fix").exit_code == 0
+    assert [r["id"] for r in store.recall("hello", touch=False)] == ["a"]
+
+
+def test_a_missing_trigger_and_a_lost_desc_are_reported(store, db_path):
+    shell = sqlite3.connect(db_path)
+    shell.execute("DROP TRIGGER memories_fts_after_update")
+    shell.execute("DROP INDEX ix_memories_rank")
+    shell.execute("CREATE INDEX ix_memories_rank ON memories (namespace, pinned, importance, timestamp, id)")
+    shell.commit()
+    result = run(db_path, "check", "--fix")
+    assert result.exit_code == 1
+    assert "FOUND  fts: trigger memories_fts_after_update is missing" in result.output
+    assert "FOUND  indexes: index ix_memories_rank is" in result.output
+
+
+def test_a_schema_behind_head_is_reported(store, db_path):
+    shell = sqlite3.connect(db_path)
+    shell.execute("UPDATE alembic_version SET version_num = '0001'")
+    shell.commit()
+    report = store.check()
+    assert not report.ok and any(f.check == "schema" and "0001" in f.detail for f in report.findings)
