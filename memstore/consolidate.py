@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, delete, false, func, insert, literal, or_, select, update
+from sqlalchemy import Connection, bindparam, case, delete, false, func, insert, literal, or_, select, text, update
 
 from .errors import MemstoreError, NotFoundError
 from .hygiene import stale_ids
@@ -228,6 +228,22 @@ def _archive_stale(
 # -- runs ---------------------------------------------------------------------------------------
 
 
+# PostgreSQL advisory-lock key held by jobs over every namespace (shared by per-namespace jobs).
+ALL_NAMESPACES_LOCK = 0x6D656D73746F7265  # "memstore"
+
+
+def _lock_jobs(conn: Connection, namespace: str | None) -> None:
+    """Serialise jobs on the same namespace. SQLite's BEGIN IMMEDIATE already serialises all writers;
+    on PostgreSQL two jobs started at once would otherwise both plan from the same snapshot."""
+    if conn.dialect.name != "postgresql":
+        return
+    if namespace is None:
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ALL_NAMESPACES_LOCK})
+    else:
+        conn.execute(text("SELECT pg_advisory_xact_lock_shared(:key)"), {"key": ALL_NAMESPACES_LOCK})
+        conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:namespace, 0))"), {"namespace": namespace})
+
+
 def _namespaces(conn: Connection, namespace: str | None) -> list[str]:
     if namespace is not None:
         return [namespace]
@@ -280,6 +296,7 @@ def consolidate_in_transaction(
     conn: Connection, capacity: int, namespace: str | None, now: int, *, dry_run: bool = False
 ) -> ConsolidationReport:
     """Stage 1 then Stage 2 over one namespace (or all, when `namespace` is None), recorded as one run."""
+    _lock_jobs(conn, namespace)
     report = ConsolidationReport("consolidate", None, namespace, capacity, dry_run, started_at=now)
     run_id = _start_run(conn, report)
     for each in _namespaces(conn, namespace):
@@ -300,6 +317,7 @@ def prune_in_transaction(
 ) -> ConsolidationReport:
     """The hygiene prune: exact duplicates by the Stage 1 rule, then stale memories; pinned kept."""
     params = {"stale_threshold": stale_threshold, "min_age_days": min_age_days, "as_of": as_of}
+    _lock_jobs(conn, namespace)
     report = ConsolidationReport("prune", None, namespace, None, dry_run, params=params, started_at=now)
     run_id = _start_run(conn, report)
     for each in _namespaces(conn, namespace):
@@ -316,6 +334,7 @@ class RestoreReport:
 
 def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreReport:
     """Put every row a run archived back into the live set, whole, and take back merged recall history."""
+    _lock_jobs(conn, None)
     status = conn.execute(select(runs.c.status).where(runs.c.id == run_id)).scalar_one_or_none()
     if status is None:
         raise NotFoundError(f"no run {run_id}; `memstore runs` lists them")

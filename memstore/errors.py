@@ -14,8 +14,9 @@ class ValidationError(MemstoreError, ValueError):
         self.location = location
         self.field = field
         self.problem = problem
-        where = f"{location}: field '{field}'" if field else location
-        super().__init__(f"{where}: {problem}")
+        # repr() escapes a field name (an input's JSON key) so the message stays on one line.
+        where = f"{location}: field {field!r}" if field else location
+        super().__init__(f"{where}: {problem}".replace("\n", "\\n").replace("\r", "\\r"))
 
 
 class IdConflictError(MemstoreError):

@@ -45,9 +45,21 @@ def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _strict_json_decoder() -> json.JSONDecoder:
+    """Python's decoder, minus its NaN/Infinity extension, which JSON does not have."""
+    return json.JSONDecoder(parse_constant=_reject_constant)
+
+
+_DECODER = _strict_json_decoder()
+
+
 def _array_items(text: str, name: str) -> Iterator[tuple[int, Any]]:
     """Each element of a top-level JSON array, with the line it starts on."""
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
 
     def skip_space(pos: int) -> int:
         while pos < len(text) and text[pos] in " \t\r\n":
@@ -65,6 +77,8 @@ def _array_items(text: str, name: str) -> Iterator[tuple[int, Any]]:
             raise invalid(exc.pos, exc.msg) from None
         except RecursionError:
             raise invalid(pos, "nested too deeply") from None
+        except ValueError as exc:  # NaN, or an integer too long to convert
+            raise invalid(pos, str(exc)) from None
         yield _line_of(text, pos), value
         pos = skip_space(end)
         if text.startswith(",", pos):
@@ -73,8 +87,9 @@ def _array_items(text: str, name: str) -> Iterator[tuple[int, Any]]:
                 raise invalid(pos, "trailing comma")
         elif not text.startswith("]", pos):
             raise invalid(pos, "expected ',' or ']'")
-    if text[pos + 1 :].strip():
-        raise invalid(pos + 1, "text after the array")
+    trailing = text[pos + 1 :]
+    if trailing.strip():
+        raise invalid(pos + 1 + len(trailing) - len(trailing.lstrip()), "text after the array")
 
 
 def _jsonl_items(data: bytes | str, name: str) -> Iterator[tuple[int, Any]]:
@@ -94,11 +109,13 @@ def _jsonl_items(data: bytes | str, name: str) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield number, _DECODER.decode(line)
         except json.JSONDecodeError as exc:
             yield number, ValidationError(location, None, f"invalid JSON: {exc.msg}")
         except RecursionError:
             yield number, ValidationError(location, None, "invalid JSON: nested too deeply")
+        except ValueError as exc:  # NaN, or an integer too long to convert
+            yield number, ValidationError(location, None, f"invalid JSON: {exc}")
 
 
 def decode_text(data: bytes, name: str) -> str:
@@ -106,7 +123,8 @@ def decode_text(data: bytes, name: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise ValidationError(f"{name} line {line}", None, f"not valid UTF-8 (byte {exc.start})") from None
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ValidationError(f"{name} line {line}", None, f"not valid UTF-8 (byte {column} of the line)") from None
 
 
 def _to_input_record(value: Any, location: str) -> dict[str, Any]:
@@ -196,7 +214,7 @@ def write_jsonl(rows, stream: IO[str]) -> int:
     """Write rows as JSON Lines (derived columns left out); return how many were written."""
     count = 0
     for row in rows:
-        stream.write(json.dumps({k: v for k, v in row.items() if k not in DERIVED_FIELDS}, ensure_ascii=False))
+        stream.write(json.dumps({k: v for k, v in row.items() if k not in DERIVED_FIELDS}, ensure_ascii=False, allow_nan=False))
         stream.write("\n")
         count += 1
     return count

@@ -31,6 +31,10 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
+# Ids, namespaces and keys compare and sort by code point on every backend: SQLite's default
+# BINARY collation, PostgreSQL's "C" (its default collation would order "B", "a", "é" differently).
+CodePointText = Text().with_variant(Text(collation="C"), "postgresql")
+
 ARCHIVE_REASONS = ("duplicate", "evicted", "stale", "manual")
 RUN_STATUSES = ("applied", "restored")
 RUN_KINDS = ("consolidate", "prune")
@@ -43,11 +47,11 @@ class Base(DeclarativeBase):
 class MemoryColumns:
     """Columns shared by the live set and the archive, so an archived row is the live row, whole."""
 
-    id: Mapped[str] = mapped_column(Text, primary_key=True)
-    namespace: Mapped[str] = mapped_column(Text, server_default="default")
+    id: Mapped[str] = mapped_column(CodePointText, primary_key=True)
+    namespace: Mapped[str] = mapped_column(CodePointText, server_default="default")
     text: Mapped[str] = mapped_column(Text)
     # Written by the application from normalize_key(text) on every write path; never taken from input.
-    norm_key: Mapped[str] = mapped_column(Text)
+    norm_key: Mapped[str] = mapped_column(CodePointText)
     timestamp: Mapped[int] = mapped_column(BigInteger)
     importance: Mapped[int] = mapped_column(Integer)
     pinned: Mapped[bool] = mapped_column(server_default=false())
@@ -55,7 +59,7 @@ class MemoryColumns:
     updated_at: Mapped[int] = mapped_column(BigInteger)
     last_recalled_at: Mapped[Optional[int]] = mapped_column(BigInteger)
     recall_count: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
-    fact_key: Mapped[Optional[str]] = mapped_column(Text)
+    fact_key: Mapped[Optional[str]] = mapped_column(CodePointText)
     meta: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
 
 
@@ -77,7 +81,7 @@ class ArchivedMemory(MemoryColumns, Base):
     # sort_order puts the archive's own columns after the copied memory columns.
     archived_at: Mapped[int] = mapped_column(BigInteger, sort_order=1)
     reason: Mapped[str] = mapped_column(Text, sort_order=1)
-    superseded_by: Mapped[Optional[str]] = mapped_column(Text, sort_order=1)
+    superseded_by: Mapped[Optional[str]] = mapped_column(CodePointText, sort_order=1)
     run_id: Mapped[Optional[int]] = mapped_column(
         ForeignKey("consolidation_runs.id"), index=True, sort_order=1
     )
@@ -99,7 +103,7 @@ class ConsolidationRun(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     kind: Mapped[str] = mapped_column(Text, server_default="consolidate")
     # NULL when the run covered every namespace.
-    namespace: Mapped[Optional[str]] = mapped_column(Text)
+    namespace: Mapped[Optional[str]] = mapped_column(CodePointText)
     capacity: Mapped[Optional[int]] = mapped_column(Integer)
     params: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(Text, server_default="applied")
@@ -125,7 +129,7 @@ class MemoryMerge(Base):
     __tablename__ = "memory_merges"
 
     run_id: Mapped[int] = mapped_column(ForeignKey("consolidation_runs.id"), primary_key=True)
-    survivor_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    survivor_id: Mapped[str] = mapped_column(CodePointText, primary_key=True)
     absorbed_recall_count: Mapped[int] = mapped_column(BigInteger)
     last_recalled_at_before: Mapped[Optional[int]] = mapped_column(BigInteger)
     last_recalled_at_after: Mapped[Optional[int]] = mapped_column(BigInteger)

@@ -6,6 +6,7 @@ from input.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Mapping
@@ -98,10 +99,20 @@ def prepare_row(record: Mapping[str, Any], location: str, now: int | None = None
     check_int(row["recall_count"], location, "recall_count", 0, INT64_MAX)
     if row["fact_key"] is not None:
         check_string(row["fact_key"], location, "fact_key")
-    if row["meta"] is not None and not isinstance(row["meta"], Mapping):
-        raise ValidationError(location, "meta", "must be a JSON object")
+    if row["meta"] is not None:
+        check_meta(row["meta"], location)
     row["norm_key"] = normalize_key(row["text"])
     return PreparedRow(row=row, given=given, location=location)
+
+
+def check_meta(meta: Any, location: str) -> None:
+    """A JSON object that strict JSON and UTF-8 can carry (no NaN, no lone surrogate), so export works."""
+    if not isinstance(meta, Mapping):
+        raise ValidationError(location, "meta", "must be a JSON object")
+    try:
+        json.dumps(meta, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(location, "meta", f"is not strict JSON ({exc.__class__.__name__})") from None
 
 
 def is_retry_of(prepared: PreparedRow, stored: Mapping[str, Any]) -> bool:

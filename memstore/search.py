@@ -1,7 +1,8 @@
 """Recall: full-text search over the live set, ranked by relevance, ties broken by id.
 
-SQLite uses the FTS5 index `memories_fts` (kept in step with `memories` by triggers). A query is
-split into words; a memory matches when it contains any of them, and BM25 ranks the matches.
+SQLite uses the FTS5 index `memories_fts` (kept in step with `memories` by triggers), PostgreSQL a GIN
+index on `to_tsvector('simple', text)`. A query is split into words; a memory matches when it
+contains any of them.
 """
 
 from __future__ import annotations
@@ -31,25 +32,41 @@ class CheckResult:
     passed: bool
 
 
-def match_expression(query: str) -> str | None:
-    """An FTS5 MATCH expression: each distinct word quoted (so no query syntax leaks in), ORed."""
+# One statement per backend, same contract: memories containing any word of the query, best first,
+# ties by id. SQLite ranks with FTS5's BM25; PostgreSQL with ts_rank over its GIN index.
+RECALL_SQL = {
+    "sqlite": (
+        f"SELECT m.* FROM {FTS_TABLE} JOIN memories AS m ON m.rowid = {FTS_TABLE}.rowid "
+        f"WHERE {FTS_TABLE} MATCH :expression AND m.namespace = :namespace "
+        f"ORDER BY bm25({FTS_TABLE}), m.id LIMIT :k"
+    ),
+    "postgresql": (
+        "SELECT m.* FROM memories AS m, to_tsquery('simple', :expression) AS query "
+        "WHERE to_tsvector('simple', m.text) @@ query AND m.namespace = :namespace "
+        "ORDER BY ts_rank(to_tsvector('simple', m.text), query) DESC, m.id LIMIT :k"
+    ),
+}
+
+
+def query_expression(query: str, dialect: str) -> str | None:
+    """The query's distinct words as an OR search in the backend's syntax, quoted so no operator leaks in."""
     words = list(dict.fromkeys(tokens(query)))
     if not words:
         return None
-    return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+    if dialect == "sqlite":
+        return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+    # tsquery: words are letters and digits only, so quoting them as lexemes is enough.
+    return " | ".join("'" + word + "'" for word in words)
 
 
 def recall_rows(conn: Connection, query: str, k: int, namespace: str) -> list[dict[str, Any]]:
     """The top-k live memories of `namespace` for `query`, best first."""
-    expression = match_expression(query)
+    dialect = conn.dialect.name
+    expression = query_expression(query, dialect)
     if expression is None or k <= 0:
         return []
     rows = conn.execute(
-        text(
-            f"SELECT m.* FROM {FTS_TABLE} JOIN memories AS m ON m.rowid = {FTS_TABLE}.rowid "
-            f"WHERE {FTS_TABLE} MATCH :expression AND m.namespace = :namespace "
-            f"ORDER BY bm25({FTS_TABLE}), m.id LIMIT :k"
-        ).columns(*memories.c),
+        text(RECALL_SQL[dialect]).columns(*memories.c),
         {"expression": expression, "namespace": namespace, "k": k},
     ).mappings()
     return [dict(row) for row in rows]

@@ -1,16 +1,32 @@
-"""Shared fixtures: every test gets its own real SQLite file, and nothing touches the user's store."""
+"""Shared fixtures: real SQLite files, a real PostgreSQL server, and nothing touching the user's store.
+
+`store` runs a test on both backends. The PostgreSQL server is started once per test run by the
+test command itself (initdb + pg_ctl in a temp dir, see tests/pgserver.py), or taken from
+MEMSTORE_TEST_POSTGRES_URL (an admin URL); if neither works the PostgreSQL tests fail, they are
+never skipped.
+"""
 
 from __future__ import annotations
 
+import itertools
+import os
+
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from memstore import MemoryStore
+
+from .pgserver import start_temp_postgres
 
 SEED_SAMPLE = [
     {"id": "m1", "text": "User prefers dark mode.", "timestamp": 10, "importance": 3},
     {"id": "m2", "text": "  user prefers   DARK mode ", "timestamp": 20, "importance": 1},
     {"id": "m3", "text": "Deploys on Fridays", "timestamp": 5, "importance": 5},
 ]
+BACKENDS = ["sqlite", "postgresql"]
+TEMPLATE_DB = "memstore_template"
+_database_numbers = itertools.count()
 
 
 @pytest.fixture(autouse=True)
@@ -20,12 +36,74 @@ def isolated_app_dir(tmp_path, monkeypatch):
     monkeypatch.delenv("MEMSTORE_DB", raising=False)
 
 
+class Postgres:
+    """Creates and drops databases on one server; new stores are copies of a migrated template."""
+
+    def __init__(self, admin_url: str) -> None:
+        self.admin_url = admin_url
+        self.admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        with self.admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {TEMPLATE_DB}"))
+            conn.execute(text(f"CREATE DATABASE {TEMPLATE_DB}"))
+        MemoryStore(self.url(TEMPLATE_DB)).close()
+
+    def url(self, database: str) -> str:
+        return make_url(self.admin_url).set(database=database).render_as_string(hide_password=False)
+
+    def new_database(self, *, migrated: bool = True) -> str:
+        name = f"test_{os.getpid()}_{next(_database_numbers)}"
+        template = f" TEMPLATE {TEMPLATE_DB}" if migrated else ""
+        with self.admin.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE {name}{template}"))
+        return name
+
+    def drop_database(self, name: str) -> None:
+        with self.admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    given = os.environ.get("MEMSTORE_TEST_POSTGRES_URL")
+    server = None if given else start_temp_postgres()
+    try:
+        cluster = Postgres(given or server.url())
+        yield cluster
+        cluster.admin.dispose()
+    finally:
+        if server is not None:
+            server.stop()
+
+
+@pytest.fixture
+def pg_url(postgres):
+    """A fresh, migrated PostgreSQL database for one test."""
+    name = postgres.new_database()
+    yield postgres.url(name)
+    postgres.drop_database(name)
+
+
 @pytest.fixture
 def db_path(tmp_path):
     return tmp_path / "store.db"
 
 
+@pytest.fixture(params=BACKENDS)
+def store_url(request, tmp_path):
+    """The location of an empty store on each backend in turn."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.db")
+    return request.getfixturevalue("pg_url")
+
+
 @pytest.fixture
-def store(db_path):
+def store(store_url):
+    with MemoryStore(store_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+def sqlite_store(db_path):
+    """For tests about the SQLite file itself (the sqlite3 shell, pragmas, locks)."""
     with MemoryStore(db_path) as opened:
         yield opened

@@ -16,16 +16,16 @@ def run(db_path, *args):
     return CliRunner().invoke(cli, ["--db", str(db_path), *args])
 
 
-def test_a_healthy_store_passes(store, db_path):
-    store.add_many(SEED_SAMPLE)
-    store.consolidate(1)
+def test_a_healthy_store_passes(sqlite_store, db_path):
+    sqlite_store.add_many(SEED_SAMPLE)
+    sqlite_store.consolidate(1)
     result = run(db_path, "check")
     assert (result.exit_code, result.output) == (0, "ok: 7 checks, 0 findings\n")
 
 
-def test_text_edited_in_the_shell_is_found_and_fixed(store, db_path):
-    store.add_many(SEED_SAMPLE)
-    store.consolidate(5)
+def test_text_edited_in_the_shell_is_found_and_fixed(sqlite_store, db_path):
+    sqlite_store.add_many(SEED_SAMPLE)
+    sqlite_store.consolidate(5)
     shell = sqlite3.connect(db_path)
     shell.execute("UPDATE memories SET text = 'Ships on MONDAYS!' WHERE id = 'm3'")
     shell.execute("UPDATE memory_archive SET text = 'Something else.' WHERE id = 'm1'")
@@ -38,12 +38,12 @@ def test_text_edited_in_the_shell_is_found_and_fixed(store, db_path):
     ]
     fixed = run(db_path, "check", "--fix")
     assert fixed.exit_code == 0 and fixed.output.count("fixed  norm_key") == 2
-    assert store.get("m3")["norm_key"] == "ships on mondays"
+    assert sqlite_store.get("m3")["norm_key"] == "ships on mondays"
     assert run(db_path, "check").exit_code == 0
 
 
-def test_an_id_both_live_and_archived_is_reported(store, db_path):
-    store.add_many(SEED_SAMPLE)
+def test_an_id_both_live_and_archived_is_reported(sqlite_store, db_path):
+    sqlite_store.add_many(SEED_SAMPLE)
     shell = sqlite3.connect(db_path)
     shell.execute(
         "INSERT INTO memory_archive SELECT *, 0, 'manual', NULL, NULL FROM memories WHERE id = 'm2'"
@@ -53,19 +53,19 @@ def test_an_id_both_live_and_archived_is_reported(store, db_path):
     assert result.exit_code == 1 and "FOUND  ids: 'm2' is both live and archived" in result.output
 
 
-def test_a_recall_index_out_of_step_is_found_and_rebuilt(store, db_path):
-    store.add("hello world", id="a")
+def test_a_recall_index_out_of_step_is_found_and_rebuilt(sqlite_store, db_path):
+    sqlite_store.add("hello world", id="a")
     shell = sqlite3.connect(db_path)
     shell.execute("INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', (SELECT rowid FROM memories WHERE id = 'a'), 'hello world')")
     shell.commit()
-    assert store.recall("hello", touch=False) == []
+    assert sqlite_store.recall("hello", touch=False) == []
     found = run(db_path, "check")
     assert found.exit_code == 1 and "fts: the recall index is out of step" in found.output
     assert run(db_path, "check", "--fix").exit_code == 0
-    assert [r["id"] for r in store.recall("hello", touch=False)] == ["a"]
+    assert [r["id"] for r in sqlite_store.recall("hello", touch=False)] == ["a"]
 
 
-def test_a_missing_trigger_and_a_lost_desc_are_reported(store, db_path):
+def test_a_missing_trigger_and_a_lost_desc_are_reported(sqlite_store, db_path):
     shell = sqlite3.connect(db_path)
     shell.execute("DROP TRIGGER memories_fts_after_update")
     shell.execute("DROP INDEX ix_memories_rank")
@@ -77,9 +77,9 @@ def test_a_missing_trigger_and_a_lost_desc_are_reported(store, db_path):
     assert "FOUND  indexes: index ix_memories_rank is" in result.output
 
 
-def test_a_schema_behind_head_is_reported(store, db_path):
+def test_a_schema_behind_head_is_reported(sqlite_store, db_path):
     shell = sqlite3.connect(db_path)
     shell.execute("UPDATE alembic_version SET version_num = '0001'")
     shell.commit()
-    report = store.check()
+    report = sqlite_store.check()
     assert not report.ok and any(f.check == "schema" and "0001" in f.detail for f in report.findings)

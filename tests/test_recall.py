@@ -65,16 +65,16 @@ def test_index_follows_consolidation_and_restore(store):
     assert sorted(ids(store.recall("dark mode", touch=False))) == ["m1", "m2"]
 
 
-def test_index_follows_edits_made_in_the_sqlite3_shell(store, db_path):
-    store.add("old wording", id="x")
+def test_index_follows_edits_made_in_the_sqlite3_shell(sqlite_store, db_path):
+    sqlite_store.add("old wording", id="x")
     shell = sqlite3.connect(db_path)
     shell.execute("UPDATE memories SET text = 'new phrasing' WHERE id = 'x'")
     shell.commit()
-    assert store.recall("wording", touch=False) == []
-    assert ids(store.recall("phrasing", touch=False)) == ["x"]
+    assert sqlite_store.recall("wording", touch=False) == []
+    assert ids(sqlite_store.recall("phrasing", touch=False)) == ["x"]
     shell.execute("DELETE FROM memories WHERE id = 'x'")
     shell.commit()
-    assert store.recall("phrasing", touch=False) == []
+    assert sqlite_store.recall("phrasing", touch=False) == []
     assert shell.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')").fetchall() == []
 
 

@@ -99,12 +99,12 @@ def test_seed_sample_keeps_m3_then_m2_with_m1_archived_as_duplicate(store):
     assert store.get("m2")["norm_key"] == "user prefers dark mode"
 
 
-def test_dry_run_reports_the_same_plan_and_writes_nothing(store, db_path):
-    store.add_many(SEED_SAMPLE)
+def test_dry_run_reports_the_same_plan_and_writes_nothing(sqlite_store, db_path):
+    sqlite_store.add_many(SEED_SAMPLE)
     dump_before = "\n".join(sqlite3.connect(db_path).iterdump())
-    dry = store.consolidate(1, dry_run=True)
+    dry = sqlite_store.consolidate(1, dry_run=True)
     assert "\n".join(sqlite3.connect(db_path).iterdump()) == dump_before
-    real = store.consolidate(1)
+    real = sqlite_store.consolidate(1)
     assert (dry.run_id, real.run_id) == (None, 1)
     assert dry.kept_ids == real.kept_ids == ["m3"]
     assert dry.archived == real.archived
@@ -170,14 +170,14 @@ def test_get_missing_id_raises_not_found(store):
         store.get("nope")
 
 
-def test_engine_settings(store):
-    with store.engine.connect() as conn:
+def test_engine_settings(sqlite_store):
+    with sqlite_store.engine.connect() as conn:
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert conn.execute(text("PRAGMA busy_timeout")).scalar() == BUSY_TIMEOUT_MS
 
 
-def test_a_writer_waits_for_the_lock_instead_of_failing(store, db_path):
+def test_a_writer_waits_for_the_lock_instead_of_failing(sqlite_store, db_path):
     """Another process holds the write lock for a moment; the add queues behind it and succeeds."""
     holder = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
@@ -190,9 +190,9 @@ def test_a_writer_waits_for_the_lock_instead_of_failing(store, db_path):
         released.set()
 
     threading.Thread(target=release_later).start()
-    store.add("written after the lock is released", id="late")
+    sqlite_store.add("written after the lock is released", id="late")
     assert released.is_set()
-    assert store.get("late")["text"] == "written after the lock is released"
+    assert sqlite_store.get("late")["text"] == "written after the lock is released"
 
 
 def test_a_write_that_cannot_get_the_lock_fails_cleanly_and_the_next_one_succeeds(db_path):
@@ -212,13 +212,13 @@ def _add_in_child(path: str) -> None:
         child_store.add("from the child", id="child")
 
 
-def test_a_forked_child_does_not_reuse_the_parents_connections(store, db_path):
-    store.add("from the parent", id="parent")  # the parent's pool now holds a connection
+def test_a_forked_child_does_not_reuse_the_parents_connections(sqlite_store, db_path):
+    sqlite_store.add("from the parent", id="parent")  # the parent's pool now holds a connection
     context = multiprocessing.get_context("fork")
     child = context.Process(target=_add_in_child, args=(str(db_path),))
     child.start()
     child.join(30)
     assert child.exitcode == 0
-    store.add("parent again", id="parent-2")
-    assert sorted(ids(store.list())) == ["child", "parent", "parent-2"]
+    sqlite_store.add("parent again", id="parent-2")
+    assert sorted(ids(sqlite_store.list())) == ["child", "parent", "parent-2"]
     assert sqlite3.connect(db_path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
