@@ -355,9 +355,9 @@ def runs(ctx, limit, as_json) -> None:
     if as_json:
         return print_json(rows)
     print_table(
-        ["run", "kind", "namespace", "capacity", "started (UTC)", "status", "before", "kept", "duplicates", "evicted"],
+        ["run", "kind", "namespace", "capacity", "started (UTC)", "status", "before", "kept", "duplicates", "evicted", "stale"],
         [[r["id"], r["kind"], r["namespace"] or "(all)", r["capacity"], iso(r["started_at"]), r["status"],
-          r["live_before"], r["kept"], r["duplicates"], r["evicted"]] for r in rows],
+          r["live_before"], r["kept"], r["duplicates"], r["evicted"], r["stale"]] for r in rows],
     )  # fmt: skip
 
 

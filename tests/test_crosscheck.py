@@ -10,16 +10,25 @@ from sqlalchemy import text
 from memstore import MemoryStore
 from memstore.reference import plan_consolidation
 
+from .conftest import BACKENDS
 from .strategies import NAMESPACES, stores
 
 RULE_FIELDS = ("id", "namespace", "text", "timestamp", "importance", "pinned")
 RECALL_FIELDS = ("recall_count", "last_recalled_at")
 
 
-@pytest.fixture(scope="module")
-def shared_store(tmp_path_factory):
-    with MemoryStore(tmp_path_factory.mktemp("crosscheck") / "store.db") as opened:
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared_store(request, tmp_path_factory):
+    """One store per backend for all examples; each example starts by emptying it."""
+    if request.param == "sqlite":
+        with MemoryStore(tmp_path_factory.mktemp("crosscheck") / "store.db") as opened:
+            yield opened
+        return
+    postgres = request.getfixturevalue("postgres")
+    name = postgres.new_database()
+    with MemoryStore(postgres.url(name)) as opened:
         yield opened
+    postgres.drop_database(name)
 
 
 def reset(store: MemoryStore) -> None:

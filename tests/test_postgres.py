@@ -1,0 +1,193 @@
+"""PostgreSQL: the same models, migrations and job SQL on a real server, with the same results as SQLite."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import create_engine, inspect, text
+
+from memstore import MemoryStore, MemstoreError
+from memstore.cli import cli
+from memstore.db import make_engine, write_transaction
+from memstore.migrate import alembic_config, comparison_options, current_revision, head_revision
+
+from .conftest import BACKENDS
+from .strategies import NAMESPACES, stores
+from .test_cli import SEED_HYGIENE_FIXTURE
+
+MODEL_TABLES = {"memories", "memory_archive", "consolidation_runs", "memory_merges"}
+
+
+@pytest.fixture
+def empty_pg(postgres):
+    name = postgres.new_database(migrated=False)
+    yield postgres.url(name)
+    postgres.drop_database(name)
+
+
+def migrate(engine, direction, target):
+    with write_transaction(engine) as conn:
+        getattr(command, direction)(alembic_config(conn), target)
+
+
+def tables(engine) -> set[str]:
+    return set(inspect(engine).get_table_names()) - {"alembic_version"}
+
+
+def test_migrations_build_the_schema_on_postgresql_and_match_the_models(empty_pg):
+    engine = make_engine(empty_pg)
+    migrate(engine, "upgrade", "head")
+    assert tables(engine) == MODEL_TABLES
+    with engine.connect() as conn:
+        assert current_revision(conn) == head_revision()
+        assert compare_metadata(MigrationContext.configure(conn, opts=comparison_options(conn)), comparison_options(conn)["target_metadata"]) == []
+        collations = dict(
+            conn.execute(
+                text("SELECT column_name, collation_name FROM information_schema.columns WHERE table_name = 'memories'")
+            ).all()
+        )
+        indexes = {row[0] for row in conn.execute(text("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'"))}
+    assert collations["id"] == collations["namespace"] == collations["norm_key"] == "C"
+    assert {"ix_memories_stage1", "ix_memories_rank", "memories_fts_gin"} <= indexes
+    engine.dispose()
+
+
+def test_every_revision_goes_down_and_up_again_on_postgresql(empty_pg):
+    engine = make_engine(empty_pg)
+    revisions = [s.revision for s in reversed(list(ScriptDirectory.from_config(alembic_config()).walk_revisions()))]
+    for revision in revisions:
+        migrate(engine, "upgrade", revision)
+        migrate(engine, "downgrade", "-1")
+        migrate(engine, "upgrade", revision)
+        with engine.connect() as conn:
+            assert current_revision(conn) == revision
+    migrate(engine, "downgrade", "base")
+    assert tables(engine) == set()
+    migrate(engine, "upgrade", "head")
+    assert tables(engine) == MODEL_TABLES
+    engine.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ids_tied_on_everything_else_sort_by_code_point_on_both_backends(backend, request, tmp_path):
+    url = str(tmp_path / "s.db") if backend == "sqlite" else request.getfixturevalue("pg_url")
+    with MemoryStore(url) as store:
+        store.add_many([{"id": i, "text": f"fact {i}", "timestamp": 1, "importance": 3} for i in ("é", "a", "B")])
+        assert [m["id"] for m in store.list()] == ["B", "a", "é"]
+        report = store.consolidate(2)
+        assert report.kept_ids == ["B", "a"] and [a.id for a in report.archived] == ["é"]
+        store.add_many([{"id": i, "text": "same fact", "timestamp": 1, "importance": 3} for i in ("é2", "a2", "B2")])
+        assert store.consolidate(10).archived[0].superseded_by == "B2"
+
+
+def test_the_cli_works_end_to_end_on_postgresql(pg_url, tmp_path):
+    fixture = tmp_path / "memories.jsonl"
+    fixture.write_text(SEED_HYGIENE_FIXTURE)
+    checks = tmp_path / "checks.json"
+    checks.write_text('[{"query": "office wifi guests", "expect_id": "m5"}, {"query": "alpha beta gamma", "expect_id": "m1"}]')
+
+    def run(*args):
+        result = CliRunner().invoke(cli, ["--db", pg_url, *args])
+        return result
+
+    assert run("init").exit_code == 0
+    assert run("import", str(fixture)).output == "imported 7 memories (0 already stored)\n"
+    assert run("add", "User prefers dark mode.", "--id", "d1").output == "d1\n"
+    report = json.loads(run("report", "--now", "2026-10-12", "--json").output)
+    assert (report["total_records"], len(report["near_duplicate_pairs"]), report["exact_duplicate_groups"]) == (8, 3, [["m1", "m2"]])
+    assert [r["id"] for r in json.loads(run("recall", "office wifi", "--json").output)] == ["m5", "m6"]
+    assert run("verify", str(checks)).exit_code == 0
+    pruned = json.loads(run("prune", "--now", "2026-10-12", "--checks", str(checks), "--json").output)
+    assert [(a["id"], a["reason"]) for a in pruned["archived"]] == [("m1", "duplicate"), ("m4", "stale")]
+    assert run("verify", str(checks)).exit_code == 0
+    consolidated = json.loads(run("consolidate", "-c", "2", "--json").output)
+    assert consolidated["evicted"] == 3
+    assert len(json.loads(run("runs", "--json").output)) == 2
+    assert run("restore", "--run", str(consolidated["run_id"])).exit_code == 0
+    assert len(run("export").output.splitlines()) == 6
+    assert len(run("export", "--archived").output.splitlines()) == 2
+    assert run("check").exit_code == 0
+    backup = run("backup", str(tmp_path / "copy.db"))
+    assert (backup.exit_code, backup.output) == (1, "Error: backup works on SQLite stores only; for PostgreSQL use pg_dump\n")
+
+
+def test_two_jobs_started_at_once_do_not_both_apply(pg_url):
+    with MemoryStore(pg_url) as store:
+        store.add_many([{"id": f"m{i}", "text": f"fact {i % 50}", "timestamp": i, "importance": 1 + i % 5} for i in range(400)])
+        start = threading.Barrier(2)
+        reports = []
+
+        def job():
+            with MemoryStore(pg_url) as mine:
+                start.wait()
+                reports.append(mine.consolidate(20))
+
+        threads = [threading.Thread(target=job) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        archived = sorted(len(r.archived) for r in reports)
+        assert archived == [0, 380]  # one run did the work; the other, serialised behind it, had none left
+        assert store.count() == 20 and store.count(archived=True) == 380
+
+
+def test_a_writer_is_not_blocked_by_a_running_job(pg_url):
+    """A job holds its namespace lock for its whole transaction; an agent's add does not wait for it."""
+    with MemoryStore(pg_url) as store:
+        engine = create_engine(pg_url)
+        with engine.connect() as job_conn, job_conn.begin():
+            job_conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended('default', 0))"))
+            began = time.monotonic()
+            store.add("written while a job runs", id="during")
+            assert time.monotonic() - began < 30  # it returned at all while the lock was held
+            blocked = threading.Thread(target=lambda: store.consolidate(10))
+            blocked.start()
+            blocked.join(0.5)
+            assert blocked.is_alive()  # the second job waits for the first
+        blocked.join(30)
+        assert not blocked.is_alive() and store.get("during")["text"] == "written while a job runs"
+        engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def paired_stores(tmp_path_factory, postgres):
+    name = postgres.new_database()
+    with MemoryStore(tmp_path_factory.mktemp("paired") / "s.db") as lite, MemoryStore(postgres.url(name)) as pg:
+        yield lite, pg
+    postgres.drop_database(name)
+
+
+def _empty(store):
+    with store.engine.begin() as conn:
+        for table in ("memory_merges", "memory_archive", "memories", "consolidation_runs"):
+            conn.execute(text(f"DELETE FROM {table}"))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(records=stores(), capacity=st.integers(0, 10), target=st.sampled_from([*NAMESPACES, None]))
+def test_sqlite_and_postgresql_give_identical_results_for_the_same_store(paired_stores, records, capacity, target):
+    outcomes = []
+    for store in paired_stores:
+        _empty(store)
+        store.add_many(records)
+        report = store.consolidate(capacity, target)
+        live = [(m["id"], m["recall_count"], m["last_recalled_at"]) for m in store.list(None)]
+        archived = [(m["id"], m["reason"], m["superseded_by"]) for m in store.list(None, archived=True)]
+        outcomes.append((report.kept_ids, [a.__dict__ for a in report.archived], live, sorted(archived)))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_backup_refuses_on_postgresql(pg_url, tmp_path):
+    with MemoryStore(pg_url) as store, pytest.raises(MemstoreError, match="pg_dump"):
+        store.backup(tmp_path / "x.db")
