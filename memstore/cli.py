@@ -293,10 +293,11 @@ def show(ctx, memory_id, as_json) -> None:
 @click.option("--capacity", "-c", type=click.IntRange(min=0), required=True, help="Unpinned memories to keep per namespace.")
 @namespace_options
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
+@click.option("--full", is_flag=True, help="Deduplicate every key, not only those written since the last run.")
 @checks_options
 @json_option
 @click.pass_context
-def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, checks, k, as_json) -> None:
+def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks, k, as_json) -> None:
     """Deduplicate, then evict to a capacity.
 
     Stage 1 keeps the newest memory of each normalised key; Stage 2 keeps the CAPACITY
@@ -311,7 +312,9 @@ def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, checks, k, as
     """
     namespace = chosen_namespace(namespace, all_namespaces)
     check_list = read_checks_file(checks)
-    report = open_store(ctx).consolidate(capacity, namespace, dry_run=dry_run, checks=check_list, k=k)
+    report = open_store(ctx).consolidate(
+        capacity, namespace, dry_run=dry_run, full=full, list_kept=as_json, checks=check_list, k=k
+    )
     if as_json:
         return print_json(report.to_dict())
     print_run(ctx, report)
@@ -319,7 +322,7 @@ def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, checks, k, as
 
 def print_run(ctx: click.Context, report) -> None:
     """The human summary of a consolidate or prune run."""
-    kept = f"{len(report.kept_ids)} ({report.pinned_kept} pinned)"
+    kept = f"{report.kept_count} ({report.pinned_kept} pinned)"
     if report.kind == "prune":
         archived = f"{report.duplicates} duplicates and {report.stale} stale"
     else:

@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, delete, false, func, insert, literal, or_, select, text, update
+from sqlalchemy import Connection, bindparam, case, delete, false, func, insert, literal, or_, select, text, true, update
 
 from .errors import MemstoreError, NotFoundError
 from .hygiene import stale_ids
 from .models import (
     MEMORY_COLUMNS,
     RANK_ORDER,
+    RANK_ORDER_FROM_BOTTOM,
     STAGE1_ORDER,
     ArchivedMemory,
     ConsolidationRun,
@@ -57,7 +58,9 @@ class ConsolidationReport:
     started_at: int = 0
     finished_at: int = 0
     pinned_kept: int = 0
-    kept_ids: list[str] = field(default_factory=list)  # by namespace, then rank order
+    kept_ids: list[str] = field(default_factory=list)  # by namespace, then rank order (if listed)
+    kept_count: int = 0
+    incremental: bool = False
     archived: list[ArchivedEntry] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
 
@@ -87,7 +90,8 @@ class ConsolidationReport:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "live_before": self.live_before,
-            "kept": len(self.kept_ids),
+            "incremental": self.incremental,
+            "kept": self.kept_count,
             "pinned_kept": self.pinned_kept,
             "duplicates": self.duplicates,
             "evicted": self.evicted,
@@ -182,18 +186,52 @@ def _undo_merges(conn: Connection, run_id: int) -> None:
         )
 
 
+# -- write order --------------------------------------------------------------------------------
+
+
+def max_seq(conn: Connection) -> int:
+    """The largest seq ever written: rows move between the tables but are never deleted."""
+    return max(
+        conn.execute(select(func.coalesce(func.max(memories.c.seq), 0))).scalar_one(),
+        conn.execute(select(func.coalesce(func.max(archive.c.seq), 0))).scalar_one(),
+    )
+
+
+def next_seq(conn: Connection) -> int:
+    """The first seq for rows written in this transaction (writers hold the write lock on SQLite)."""
+    return max_seq(conn) + 1
+
+
+def _high_water_mark(conn: Connection, namespace: str) -> int | None:
+    """The high-water mark of the last run whose Stage 1 covered `namespace`; None if there was none."""
+    return conn.execute(
+        select(func.max(runs.c.high_water_seq)).where(
+            or_(runs.c.namespace == namespace, runs.c.namespace.is_(None)), runs.c.high_water_seq.is_not(None)
+        )
+    ).scalar_one()
+
+
 # -- the stages ---------------------------------------------------------------------------------
 
 
-def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int) -> None:
+def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int, since: int | None = None) -> None:
+    """Stage 1 over the whole namespace, or (with `since`) over the keys written after seq `since`.
+
+    Every group the last run saw ended clean (one unpinned survivor, or only pinned members), so
+    only groups with a newer member can hold a duplicate.
+    """
     group = (memories.c.namespace, memories.c.norm_key)
+    scope = [memories.c.namespace == namespace]
+    if since is not None:
+        written_since = select(memories.c.norm_key).where(memories.c.namespace == namespace, memories.c.seq > since)
+        scope.append(memories.c.norm_key.in_(written_since))
     ranked = (
         select(
             *memories.c,
             func.row_number().over(partition_by=group, order_by=STAGE1_ORDER).label("group_rank"),
             func.first_value(memories.c.id).over(partition_by=group, order_by=STAGE1_ORDER).label("winner"),
         )
-        .where(memories.c.namespace == namespace)
+        .where(*scope)
         .subquery("ranked")
     )
     # Pinned memories are never archived, even when a pinned twin outranks them.
@@ -203,10 +241,23 @@ def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int)
     _remove_archived(conn, namespace, run_id, "duplicate")
 
 
-def _stage2_evict(conn: Connection, namespace: str, capacity: int, run_id: int, now: int) -> None:
+def _stage2_evict(conn: Connection, namespace: str, capacity: int, run_id: int, now: int, *, from_bottom: bool = False) -> None:
+    """Keep the first `capacity` unpinned memories in rank order, archive the rest.
+
+    The full form reads the ranking from the top (ORDER BY ... LIMIT capacity); `from_bottom` counts
+    the unpinned rows and takes the last count - capacity from the bottom of the same index, which
+    costs the evictions rather than the store. Both archive the same rows.
+    """
     unpinned = (memories.c.namespace == namespace, memories.c.pinned == false())
-    kept = select(memories.c.id).where(*unpinned).order_by(*RANK_ORDER).limit(capacity)
-    evicted = select(memories).where(*unpinned, memories.c.id.not_in(kept.scalar_subquery())).subquery("evicted")
+    if from_bottom:
+        excess = conn.execute(select(func.count()).select_from(memories).where(*unpinned)).scalar_one() - capacity
+        if excess <= 0:
+            return
+        doomed = select(memories.c.id).where(*unpinned).order_by(*RANK_ORDER_FROM_BOTTOM).limit(excess)
+        evicted = select(memories).where(memories.c.id.in_(doomed.scalar_subquery())).subquery("evicted")
+    else:
+        kept = select(memories.c.id).where(*unpinned).order_by(*RANK_ORDER).limit(capacity)
+        evicted = select(memories).where(*unpinned, memories.c.id.not_in(kept.scalar_subquery())).subquery("evicted")
     _copy_to_archive(conn, evicted, "evicted", literal(None), run_id, now)
     _remove_archived(conn, namespace, run_id, "evicted")
 
@@ -260,17 +311,25 @@ def _start_run(conn: Connection, report: ConsolidationReport) -> int:
             kind=report.kind, namespace=report.namespace, capacity=report.capacity, params=report.params or None,
             status="applied", started_at=report.started_at, finished_at=report.started_at,
             live_before=report.live_before, kept=0, duplicates=0, evicted=0, stale=0,
+            high_water_seq=max_seq(conn),
         ).returning(runs.c.id)
     ).scalar_one()  # fmt: skip
 
 
-def _finish_run(conn: Connection, report: ConsolidationReport, run_id: int) -> ConsolidationReport:
-    kept_query = select(memories.c.id, memories.c.pinned).order_by(memories.c.namespace, *RANK_ORDER)
-    if report.namespace is not None:
-        kept_query = kept_query.where(memories.c.namespace == report.namespace)
-    kept = conn.execute(kept_query).all()
-    report.kept_ids = [row.id for row in kept]
-    report.pinned_kept = sum(1 for row in kept if row.pinned)
+def _finish_run(conn: Connection, report: ConsolidationReport, run_id: int, *, list_kept: bool = True) -> ConsolidationReport:
+    scope = [] if report.namespace is None else [memories.c.namespace == report.namespace]
+    if list_kept:
+        kept_rows = conn.execute(
+            select(memories.c.id, memories.c.pinned).where(*scope).order_by(memories.c.namespace, *RANK_ORDER)
+        ).all()
+        report.kept_ids = [row.id for row in kept_rows]
+        report.kept_count = len(kept_rows)
+        report.pinned_kept = sum(1 for row in kept_rows if row.pinned)
+    else:
+        report.kept_count = conn.execute(select(func.count()).select_from(memories).where(*scope)).scalar_one()
+        report.pinned_kept = conn.execute(
+            select(func.count()).select_from(memories).where(*scope, memories.c.pinned == true())
+        ).scalar_one()
     report.archived = [
         ArchivedEntry(*row)
         for row in conn.execute(
@@ -285,7 +344,7 @@ def _finish_run(conn: Connection, report: ConsolidationReport, run_id: int) -> C
         update(runs)
         .where(runs.c.id == run_id)
         .values(
-            kept=len(report.kept_ids), duplicates=report.duplicates, evicted=report.evicted,
+            kept=report.kept_count, duplicates=report.duplicates, evicted=report.evicted,
             stale=report.stale, finished_at=report.finished_at,
         )
     )  # fmt: skip
@@ -293,16 +352,30 @@ def _finish_run(conn: Connection, report: ConsolidationReport, run_id: int) -> C
 
 
 def consolidate_in_transaction(
-    conn: Connection, capacity: int, namespace: str | None, now: int, *, dry_run: bool = False
+    conn: Connection,
+    capacity: int,
+    namespace: str | None,
+    now: int,
+    *,
+    dry_run: bool = False,
+    full: bool = False,
+    list_kept: bool = True,
 ) -> ConsolidationReport:
-    """Stage 1 then Stage 2 over one namespace (or all, when `namespace` is None), recorded as one run."""
+    """Stage 1 then Stage 2 over one namespace (or all, when `namespace` is None), recorded as one run.
+
+    Incremental unless `full` (or there is no earlier run, or the backend is PostgreSQL, where
+    concurrent writers can commit a lower seq after a higher one, so a high-water mark could miss
+    a write).
+    """
     _lock_jobs(conn, namespace)
     report = ConsolidationReport("consolidate", None, namespace, capacity, dry_run, started_at=now)
+    marks = {each: None if full or conn.dialect.name != "sqlite" else _high_water_mark(conn, each) for each in _namespaces(conn, namespace)}
     run_id = _start_run(conn, report)
-    for each in _namespaces(conn, namespace):
-        _stage1_deduplicate(conn, each, run_id, now)
-        _stage2_evict(conn, each, capacity, run_id, now)
-    return _finish_run(conn, report, run_id)
+    report.incremental = any(mark is not None for mark in marks.values())
+    for each, since in marks.items():
+        _stage1_deduplicate(conn, each, run_id, now, since)
+        _stage2_evict(conn, each, capacity, run_id, now, from_bottom=since is not None)
+    return _finish_run(conn, report, run_id, list_kept=list_kept)
 
 
 def prune_in_transaction(
@@ -343,10 +416,15 @@ def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreRe
     restored_ids = list(
         conn.execute(select(archive.c.id).where(archive.c.run_id == run_id).order_by(archive.c.id)).scalars()
     )
+    # Restored rows count as written now (a new seq), so the next incremental run looks at their keys.
+    first_seq = next_seq(conn)
+    copied = [archive.c[name] for name in MEMORY_COLUMNS if name != "seq"]
     conn.execute(
         insert(memories).from_select(
-            list(MEMORY_COLUMNS),
-            select(*(archive.c[name] for name in MEMORY_COLUMNS)).where(archive.c.run_id == run_id),
+            [c.name for c in copied] + ["seq"],
+            select(*copied, (first_seq + func.row_number().over(order_by=archive.c.id)).label("seq")).where(
+                archive.c.run_id == run_id
+            ),
         )
     )
     conn.execute(delete(archive).where(archive.c.run_id == run_id))

@@ -30,8 +30,9 @@ from .records import PreparedRow, now_ms, prepare_row
 from .validate import check_string, is_int
 
 DATE_FIELDS = ("created_at", "updated_at", "last_recalled_at", "timestamp")
-# Columns written by export that are derived, so import drops them rather than trusting them.
-DERIVED_FIELDS = ("norm_key",)
+# Columns that are derived or bookkeeping (the key, the write order): export leaves them out and
+# import ignores them rather than trusting them.
+DERIVED_FIELDS = ("norm_key", "seq")
 
 
 def iso_to_ms(value: str) -> int:

@@ -61,6 +61,10 @@ class MemoryColumns:
     recall_count: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
     fact_key: Mapped[Optional[str]] = mapped_column(CodePointText)
     meta: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+    # Write order: each write transaction numbers its rows after every seq already stored (live or
+    # archived; rows are never deleted, so the maximum never goes back). The job reads only rows
+    # past its last high-water mark. 0 for rows written before memstore kept it.
+    seq: Mapped[int] = mapped_column(BigInteger, server_default=sql_text("0"))
 
 
 class Memory(MemoryColumns, Base):
@@ -115,6 +119,8 @@ class ConsolidationRun(Base):
     evicted: Mapped[int] = mapped_column(Integer)
     stale: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
     restored_at: Mapped[Optional[int]] = mapped_column(BigInteger)
+    # The largest seq in the store when the run started: the next incremental run reads past it.
+    high_water_seq: Mapped[Optional[int]] = mapped_column(BigInteger)
 
     __table_args__ = (
         CheckConstraint(
@@ -157,10 +163,15 @@ STAGE1_ORDER = (
 )
 # Stage 2 ranking: importance DESC, timestamp DESC, id ASC.
 RANK_ORDER = (_memories.c.importance.desc(), _memories.c.timestamp.desc(), _memories.c.id)
+# The same ranking read from the bottom: the incremental job evicts the last rows first.
+RANK_ORDER_FROM_BOTTOM = (_memories.c.importance, _memories.c.timestamp, _memories.c.id.desc())
 
 # Stage 1 walks each (namespace, norm_key) group in window order straight off this index.
 Index("ix_memories_stage1", _memories.c.namespace, _memories.c.norm_key, *STAGE1_ORDER)
 # Stage 2 reads the top `capacity` unpinned rows of a namespace without sorting the table.
 Index("ix_memories_rank", _memories.c.namespace, _memories.c.pinned, *RANK_ORDER)
+# The newest writes, for the incremental job and for the next seq (max over both tables).
+Index("ix_memories_seq", _memories.c.seq)
+Index("ix_memory_archive_seq", ArchivedMemory.__table__.c.seq)
 
 MEMORY_COLUMNS = tuple(c.name for c in _memories.columns)

@@ -147,6 +147,9 @@ class MemoryStore:
                     continue
                 kept.append(item.row["id"])
             if new_rows:
+                first_seq = job.next_seq(conn)
+                for offset, row in enumerate(new_rows):
+                    row["seq"] = first_seq + offset
                 conn.execute(insert(memories), new_rows)
         return AddResult(added=len(new_rows), unchanged=len(kept) - len(new_rows), ids=kept, rejected=rejected)
 
@@ -254,17 +257,24 @@ class MemoryStore:
         namespace: str | None = DEFAULT_NAMESPACE,
         dry_run: bool = False,
         *,
+        full: bool = False,
+        list_kept: bool = True,
         checks: Sequence[Mapping[str, str]] | None = None,
         k: int = 3,
     ) -> job.ConsolidationReport:
         """Deduplicate, then evict to `capacity`, in one transaction; `namespace=None` runs every namespace.
 
-        A dry run executes the same statements and rolls them back, so its plan is the real plan.
+        After a first run, a run is incremental: Stage 1 reads only the keys written since the last
+        run and Stage 2 evicts from the bottom of the ranking, with the same result as a full run
+        (`full=True` forces one). `list_kept=False` leaves `kept_ids` empty, which saves reading
+        every kept id on a large store. A dry run executes the same statements and rolls them back.
         With `checks`, the run commits only if every recall check passes against its result.
         """
         check_capacity(capacity)
         return self._run_job(
-            lambda conn: job.consolidate_in_transaction(conn, capacity, namespace, now_ms(), dry_run=dry_run),
+            lambda conn: job.consolidate_in_transaction(
+                conn, capacity, namespace, now_ms(), dry_run=dry_run, full=full, list_kept=list_kept
+            ),
             dry_run, checks, k,
         )  # fmt: skip
 

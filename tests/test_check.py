@@ -46,7 +46,9 @@ def test_an_id_both_live_and_archived_is_reported(sqlite_store, db_path):
     sqlite_store.add_many(SEED_SAMPLE)
     shell = sqlite3.connect(db_path)
     shell.execute(
-        "INSERT INTO memory_archive SELECT *, 0, 'manual', NULL, NULL FROM memories WHERE id = 'm2'"
+        "INSERT INTO memory_archive (id, namespace, text, norm_key, timestamp, importance, pinned, created_at,"
+        " updated_at, recall_count, archived_at, reason) SELECT id, namespace, text, norm_key, timestamp,"
+        " importance, pinned, created_at, updated_at, recall_count, 0, 'manual' FROM memories WHERE id = 'm2'"
     )
     shell.commit()
     result = run(db_path, "check")

@@ -32,7 +32,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # The models' tables plus SQLite's full-text index over memories.text and its shadow tables.
 FTS_TABLES = {"memories_fts", "memories_fts_data", "memories_fts_idx", "memories_fts_docsize", "memories_fts_config"}
 MEMSTORE_TABLES = set(Base.metadata.tables) | FTS_TABLES
-MODEL_INDEXES = {"ix_memories_rank", "ix_memories_stage1", "ix_memory_archive_run_id"}
+MODEL_INDEXES = {idx.name for table in Base.metadata.tables.values() for idx in table.indexes}
 
 
 # -- helpers ----------------------------------------------------------------------------------

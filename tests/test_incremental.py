@@ -1,0 +1,89 @@
+"""Incremental consolidation leaves exactly the store a full run leaves, over any history of writes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import text
+
+from memstore import MemoryStore
+
+from .strategies import NAMESPACES, memory_texts, timestamps
+
+ROW_FIELDS = ("id", "namespace", "text", "timestamp", "importance", "pinned", "recall_count", "last_recalled_at")
+
+write = st.fixed_dictionaries(
+    {
+        "text": memory_texts,
+        "timestamp": timestamps,
+        "importance": st.sampled_from([1, 2, 5]),
+        "pinned": st.integers(0, 6).map(lambda n: n == 0),
+        "namespace": st.sampled_from(NAMESPACES[:2]),
+        "recall_count": st.sampled_from([0, 2]),
+    }
+)
+step = st.one_of(
+    st.tuples(st.just("write"), st.lists(write, min_size=1, max_size=6)),
+    st.tuples(st.just("consolidate"), st.integers(0, 6), st.sampled_from([NAMESPACES[0], NAMESPACES[1], None])),
+    st.tuples(st.just("restore"), st.integers(0, 5)),
+)
+
+
+@pytest.fixture(scope="module")
+def twin_stores(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("incremental")
+    with MemoryStore(folder / "incremental.db") as incremental, MemoryStore(folder / "full.db") as full:
+        yield incremental, full
+
+
+def _empty(store):
+    with store.engine.begin() as conn:
+        for table in ("memory_merges", "memory_archive", "memories", "consolidation_runs"):
+            conn.execute(text(f"DELETE FROM {table}"))
+
+
+def _state(store):
+    live = [tuple(m[f] for f in ROW_FIELDS) for m in store.list(None)]
+    archived = sorted((m["id"], m["reason"], m["superseded_by"], m["run_id"]) for m in store.list(None, archived=True))
+    runs = [(r["id"], r["status"], r["kept"], r["duplicates"], r["evicted"]) for r in store.runs()]
+    return live, archived, runs
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(step, max_size=12))
+def test_incremental_and_full_runs_leave_identical_stores(twin_stores, steps):
+    incremental, full = twin_stores
+    for store in twin_stores:
+        _empty(store)
+    written = 0
+    for action, *args in steps:
+        if action == "write":
+            batch = [dict(record, id=f"w{written + n}") for n, record in enumerate(args[0])]
+            written += len(batch)
+            for store in twin_stores:
+                store.add_many(batch)
+        elif action == "consolidate":
+            capacity, namespace = args
+            fast = incremental.consolidate(capacity, namespace)
+            slow = full.consolidate(capacity, namespace, full=True)
+            assert (fast.kept_ids, fast.archived) == (slow.kept_ids, slow.archived)
+        else:
+            applied = [r["id"] for r in full.runs() if r["status"] == "applied"]
+            if applied:
+                run_id = applied[args[0] % len(applied)]
+                for store in twin_stores:
+                    store.restore(run_id)
+        assert _state(incremental) == _state(full)
+
+
+def test_a_second_run_is_incremental_and_reads_only_new_keys(tmp_path):
+    with MemoryStore(tmp_path / "s.db") as store:
+        store.add_many([{"id": f"m{i}", "text": f"fact {i % 10}", "timestamp": i} for i in range(50)])
+        first = store.consolidate(10)
+        assert not first.incremental and (first.duplicates, first.evicted) == (40, 0)
+        store.add_many([{"id": "new", "text": "Fact 3!", "timestamp": 100}, {"id": "other", "text": "brand new", "timestamp": 1}])
+        second = store.consolidate(10)
+        assert second.incremental
+        assert [(a.id, a.reason, a.superseded_by) for a in second.archived] == [("m43", "duplicate", "new"), ("other", "evicted", None)]
+        assert store.consolidate(10, full=True).archived == []
