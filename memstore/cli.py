@@ -206,7 +206,18 @@ def import_(ctx, file, namespace, skip_invalid, as_json) -> None:
         memstore import memories.jsonl
     """
     name = getattr(file, "name", "<stdin>")
-    result = open_store(ctx, create=True).import_file(file, name, namespace, skip_invalid=skip_invalid)
+    store = open_store(ctx, create=True)
+    # A progress bar only for a real file on a terminal: piped output and logs stay quiet.
+    if name != "<stdin>" and sys.stderr.isatty():
+        with click.progressbar(length=1, label="validating", file=sys.stderr) as bar:
+
+            def advance(line: int, total_lines: int) -> None:
+                bar.length = total_lines
+                bar.update(line - bar.pos)
+
+            result = store.import_file(file, name, namespace, skip_invalid=skip_invalid, progress=advance)
+    else:
+        result = store.import_file(file, name, namespace, skip_invalid=skip_invalid)
     for reason in result.rejected:
         click.echo(f"skipped: {reason}", err=True)
     if as_json:

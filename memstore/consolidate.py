@@ -191,10 +191,10 @@ def _undo_merges(conn: Connection, run_id: int) -> None:
 
 def max_seq(conn: Connection) -> int:
     """The largest seq ever written: rows move between the tables but are never deleted."""
-    return max(
-        conn.execute(select(func.coalesce(func.max(memories.c.seq), 0))).scalar_one(),
-        conn.execute(select(func.coalesce(func.max(archive.c.seq), 0))).scalar_one(),
-    )
+    live = select(func.coalesce(func.max(memories.c.seq), 0)).scalar_subquery()
+    archived = select(func.coalesce(func.max(archive.c.seq), 0)).scalar_subquery()
+    # One round trip, two index look-ups (the write path runs this on every add).
+    return max(conn.execute(select(live, archived)).one())
 
 
 def next_seq(conn: Connection) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import IO, Any
@@ -156,16 +156,25 @@ class ReadResult:
 
 
 def read_memories(
-    source: IO[bytes] | IO[str], name: str, namespace: str | None = None, *, skip_invalid: bool = False
+    source: IO[bytes] | IO[str],
+    name: str,
+    namespace: str | None = None,
+    *,
+    skip_invalid: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReadResult:
     """Read and validate every record of a JSON array or JSONL stream.
 
     By default the first bad record raises; with `skip_invalid` bad records are collected in
     `rejected` and the rest are returned. A JSON array that does not parse is fatal either way.
+    `progress(line, total_lines)` is called as records are validated.
     """
     now = now_ms()
     result = ReadResult([], [])
-    for line, value in _items(source, name):
+    items, total_lines = _items(source, name)
+    for line, value in items:
+        if progress is not None:
+            progress(line, total_lines)
         try:
             if isinstance(value, ValidationError):
                 raise value
@@ -181,19 +190,21 @@ def read_memories(
     return result
 
 
-def _items(source: IO[bytes] | IO[str], name: str) -> Iterator[tuple[int, Any]]:
+def _items(source: IO[bytes] | IO[str], name: str) -> tuple[Iterator[tuple[int, Any]], int]:
+    """The stream's (line, value) items and its number of lines."""
     data = source.read()
     data = data.removeprefix(b"\xef\xbb\xbf") if isinstance(data, bytes) else data.removeprefix("\ufeff")
+    total_lines = data.count(b"\n" if isinstance(data, bytes) else "\n") + 1
     if data.lstrip().startswith(b"[" if isinstance(data, bytes) else "["):
         text = decode_text(data, name) if isinstance(data, bytes) else data
-        return _array_items(text, name)
-    return _jsonl_items(data, name)
+        return _array_items(text, name), total_lines
+    return _jsonl_items(data, name), total_lines
 
 
 def read_checks(source: IO[bytes] | IO[str], name: str) -> list[dict[str, str]]:
     """Recall checks: a JSON list (or JSONL) of {"query", "expect_id"[, "namespace"]} objects."""
     checks = []
-    for line, value in _items(source, name):
+    for line, value in _items(source, name)[0]:
         location = f"{name} line {line}"
         if isinstance(value, ValidationError):
             raise value

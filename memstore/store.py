@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -103,8 +103,8 @@ class MemoryStore:
             "importance": importance, "pinned": pinned, "fact_key": fact_key, "meta": meta,
         }  # fmt: skip
         prepared = prepare_row(record, "memory")
-        self.add_prepared([prepared])
-        return self.get(prepared.row["id"])
+        _, stored = self._add_prepared([prepared], skip_invalid=False)
+        return stored[prepared.row["id"]]
 
     def add_many(self, records: Iterable[Mapping[str, Any]]) -> AddResult:
         """Store many memories in one transaction; every record is validated before anything is written."""
@@ -118,6 +118,12 @@ class MemoryStore:
         A repeated id within the batch, or a different record under a stored id, raises; with
         `skip_invalid` that record is skipped instead and named in `AddResult.rejected`.
         """
+        return self._add_prepared(prepared, skip_invalid=skip_invalid)[0]
+
+    def _add_prepared(
+        self, prepared: list[PreparedRow], *, skip_invalid: bool
+    ) -> tuple[AddResult, dict[str, dict[str, Any]]]:
+        """add_prepared, also returning the stored row of every id written or found unchanged."""
         rejected: list[str] = []
         unique: list[PreparedRow] = []
         first_location: dict[str, str] = {}
@@ -138,6 +144,7 @@ class MemoryStore:
                 existing = stored.get(item.row["id"])
                 if existing is None:
                     new_rows.append(item.row)
+                    stored[item.row["id"]] = item.row
                 elif not is_retry_of(item, existing):
                     archived = " (archived)" if existing.get("archived_at") is not None else ""
                     error = IdConflictError(f"{item.location}: field 'id': {item.row['id']!r} already holds a different memory{archived}")
@@ -151,16 +158,24 @@ class MemoryStore:
                 for offset, row in enumerate(new_rows):
                     row["seq"] = first_seq + offset
                 conn.execute(insert(memories), new_rows)
-        return AddResult(added=len(new_rows), unchanged=len(kept) - len(new_rows), ids=kept, rejected=rejected)
+        result = AddResult(added=len(new_rows), unchanged=len(kept) - len(new_rows), ids=kept, rejected=rejected)
+        return result, stored
 
     def import_file(
-        self, source: IO[bytes] | IO[str], name: str, namespace: str | None = None, *, skip_invalid: bool = False
+        self,
+        source: IO[bytes] | IO[str],
+        name: str,
+        namespace: str | None = None,
+        *,
+        skip_invalid: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> AddResult:
         """Import a JSON array or JSONL stream: all records validated first, then one transaction.
 
         With `skip_invalid`, exactly the valid records are written and the others are reported.
+        `progress(line, total_lines)` is called while records are validated.
         """
-        read = read_memories(source, name, namespace, skip_invalid=skip_invalid)
+        read = read_memories(source, name, namespace, skip_invalid=skip_invalid, progress=progress)
         result = self.add_prepared(read.prepared, skip_invalid=skip_invalid)
         result.rejected[:0] = [str(error) for error in read.rejected]
         return result

@@ -200,3 +200,12 @@ def test_an_unopenable_database_is_one_line_exit_1(tmp_path):
 def test_every_command_has_an_example_in_its_help():
     for name, command in cli.commands.items():
         assert "Example:" in (command.help or ""), name
+
+
+def test_import_reports_progress_per_line(store, tmp_path):
+    path = tmp_path / "many.jsonl"
+    path.write_text("".join(json.dumps({"id": f"p{i}", "text": f"fact {i}"}) + "\n" for i in range(50)))
+    seen = []
+    with path.open("rb") as source:
+        store.import_file(source, str(path), progress=lambda line, total: seen.append((line, total)))
+    assert seen[0] == (1, 51) and seen[-1] == (50, 51) and len(seen) == 50
