@@ -177,7 +177,6 @@ def build_report(
 ) -> dict[str, Any]:
     """The inventory report over live memories (dicts with the `memories` columns)."""
     memories = sorted(memories, key=lambda m: m["id"])
-    ids = [m["id"] for m in memories]
     sets = [token_set(m["text"]) for m in memories]
     negated = [bool(s & NEGATION_WORDS) for s in sets]
 

@@ -12,13 +12,13 @@ Dates may be Unix milliseconds or ISO 8601 dates/datetimes (a naive one is UTC).
 ``timestamp`` is taken from ``updated_at``, else ``created_at``. ``norm_key`` in the input is
 ignored: the key is always recomputed.
 
+>>> import io
 >>> [p.row["norm_key"] for p in read_memories(io.StringIO('{"id": "a", "text": "Hi!"}'), "x.jsonl").prepared]
 ['hi']
 """
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass

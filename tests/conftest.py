@@ -29,6 +29,13 @@ TEMPLATE_DB = "memstore_template"
 _database_numbers = itertools.count()
 
 
+def empty_store(store: MemoryStore) -> None:
+    """Delete every row, children first, so one store can serve many hypothesis examples."""
+    with store.engine.begin() as conn:
+        for table in ("memory_merges", "memory_archive", "memories", "consolidation_runs"):
+            conn.execute(text(f"DELETE FROM {table}"))
+
+
 @pytest.fixture(autouse=True)
 def isolated_app_dir(tmp_path, monkeypatch):
     """Point memstore's default location into the test's temp dir."""

@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import text
 
 from memstore import MemoryStore
 from memstore.reference import plan_consolidation
 
-from .conftest import BACKENDS
+from .conftest import BACKENDS, empty_store
 from .strategies import NAMESPACES, stores
 
 RULE_FIELDS = ("id", "namespace", "text", "timestamp", "importance", "pinned")
@@ -31,12 +30,6 @@ def shared_store(request, tmp_path_factory):
     postgres.drop_database(name)
 
 
-def reset(store: MemoryStore) -> None:
-    with store.engine.begin() as conn:
-        for table in ("memory_merges", "memory_archive", "memories", "consolidation_runs"):
-            conn.execute(text(f"DELETE FROM {table}"))
-
-
 def rule_view(row: dict) -> tuple:
     return tuple(row[field] for field in RULE_FIELDS)
 
@@ -45,7 +38,7 @@ def rule_view(row: dict) -> tuple:
 @given(records=stores(), capacity=st.integers(0, 10), target=st.sampled_from([*NAMESPACES, None]))
 def test_sql_job_leaves_exactly_what_the_reference_keeps(shared_store, records, capacity, target):
     store = shared_store
-    reset(store)
+    empty_store(store)
     store.add_many(records)
     by_id = {r["id"]: r for r in records}
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import text
 
 from memstore import MemoryStore
 
+from .conftest import empty_store
 from .strategies import NAMESPACES, memory_texts, timestamps
 
 ROW_FIELDS = ("id", "namespace", "text", "timestamp", "importance", "pinned", "recall_count", "last_recalled_at")
@@ -37,12 +37,6 @@ def twin_stores(tmp_path_factory):
         yield incremental, full
 
 
-def _empty(store):
-    with store.engine.begin() as conn:
-        for table in ("memory_merges", "memory_archive", "memories", "consolidation_runs"):
-            conn.execute(text(f"DELETE FROM {table}"))
-
-
 def _state(store):
     live = [tuple(m[f] for f in ROW_FIELDS) for m in store.list(None)]
     archived = sorted((m["id"], m["reason"], m["superseded_by"], m["run_id"]) for m in store.list(None, archived=True))
@@ -55,7 +49,7 @@ def _state(store):
 def test_incremental_and_full_runs_leave_identical_stores(twin_stores, steps):
     incremental, full = twin_stores
     for store in twin_stores:
-        _empty(store)
+        empty_store(store)
     written = 0
     for action, *args in steps:
         if action == "write":

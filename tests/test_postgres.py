@@ -21,7 +21,7 @@ from memstore.cli import cli
 from memstore.db import make_engine, write_transaction
 from memstore.migrate import alembic_config, comparison_options, current_revision, head_revision
 
-from .conftest import BACKENDS
+from .conftest import BACKENDS, empty_store
 from .strategies import NAMESPACES, stores
 from .test_cli import SEED_HYGIENE_FIXTURE
 
@@ -168,18 +168,12 @@ def paired_stores(tmp_path_factory, postgres):
     postgres.drop_database(name)
 
 
-def _empty(store):
-    with store.engine.begin() as conn:
-        for table in ("memory_merges", "memory_archive", "memories", "consolidation_runs"):
-            conn.execute(text(f"DELETE FROM {table}"))
-
-
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(records=stores(), capacity=st.integers(0, 10), target=st.sampled_from([*NAMESPACES, None]))
 def test_sqlite_and_postgresql_give_identical_results_for_the_same_store(paired_stores, records, capacity, target):
     outcomes = []
     for store in paired_stores:
-        _empty(store)
+        empty_store(store)
         store.add_many(records)
         report = store.consolidate(capacity, target)
         live = [(m["id"], m["recall_count"], m["last_recalled_at"]) for m in store.list(None)]
