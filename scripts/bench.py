@@ -1,0 +1,681 @@
+#!/usr/bin/env python3
+"""Benchmark memstore against the raw sqlite3 module: import, add, consolidation, recall, near-duplicates.
+
+    .venv/bin/python scripts/bench.py [--quick] [--sizes 10000 100000 1000000] [--repeats 3]
+                                      [--seed 1] [--output bench-results/bench.json] [--keep]
+
+One process run generates a synthetic store per size (the generator of scripts/bench_report.py:
+~100-character texts, 30 % near-duplicate variants, 3 % exact copies, 1 % pinned), runs every
+scenario below, and prints a table of medians and ratios against a baseline measured in the same
+run with the stdlib ``sqlite3`` module on the same schema (a file made by ``MemoryStore(path)``,
+so the same indexes and FTS triggers; same pragmas: WAL, synchronous FULL, foreign_keys ON) with
+rows prepared beforehand (norm_key, seq computed outside the timing). Capacity is size // 10.
+
+Scenarios (memstore side / baseline side):
+
+* ``bulk``: ``add_many(records)`` on a fresh store, validation and normalisation included /
+  one ``BEGIN IMMEDIATE; executemany(INSERT ...); COMMIT``. Target ratio baseline/memstore >= 0.50.
+* ``add``: ``MemoryStore.add`` of ``--adds`` records (default 300), one transaction each, onto a
+  copy of the imported store / ``BEGIN IMMEDIATE; INSERT; COMMIT`` per record. Target >= 0.30.
+* ``consolidate_full``: ``consolidate(capacity, full=True, list_kept=False)`` on a copy of the
+  imported store / the bare SQL of one run (run row, Stage 1 window INSERT INTO memory_archive,
+  DELETE, Stage 2 INSERT ... NOT IN (ORDER BY ... LIMIT capacity), DELETE) in one transaction on
+  another copy. Target memstore/baseline <= 1.3.
+* ``consolidate_incr``: after that full run, 1,000 new writes via ``add_many`` (300 exact repeats of
+  live texts, 200 case/punctuation variants of live texts (same key), 300 new at importance 5 that
+  push past capacity, 200 new at random importance); then ``consolidate(capacity, list_kept=False)``
+  end to end (incremental) vs ``full=True`` on a copy of the same state. Targets: incremental /
+  full <= 0.10 at 1,000,000, and incremental(1,000,000) / incremental(100,000) <= 1.5.
+* ``recall``: p50 of ``recall(query, k=5, touch=False)`` over ``--queries`` queries (default 200) of
+  2-3 words, on the imported (unconsolidated) store / the same FTS5 SQL through sqlite3. Two query
+  mixes: ``uniform`` (words uniformly from the vocabulary) and ``zipf`` (words with the texts' own
+  Zipf weights, so common words such as "the" appear). Target p50 <= 10 ms at 1,000,000.
+* ``near_dup`` (sizes <= 100,000): ``hygiene.similar_pairs(sets, 0.8)`` over the store's token sets,
+  checked identical to ``hygiene.exhaustive_pairs`` on a 4,000 sample whose per-pair cost is
+  extrapolated to the full size. Target >= 500x at 100,000.
+
+Repeats: each scenario runs ``--repeats`` times (median reported) unless one run takes more than
+``--slow`` seconds (default 10), in which case it runs once. Store files are copied with
+shutil.copy after every connection is closed and the WAL checkpointed, so each measured variant
+starts from the same state. Results go to bench-results/bench.json (machine info included); the
+exit status is 0 unless a consistency check (incremental == full result, exactness) fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_report  # noqa: E402  (the synthetic store generator and machine info)
+
+from memstore import hygiene  # noqa: E402
+from memstore.normalize import normalize_key  # noqa: E402
+from memstore.store import MemoryStore  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench-results" / "bench.json"
+NOW_MS = bench_report.NOW_MS
+
+COLUMNS = (
+    "id", "namespace", "text", "norm_key", "timestamp", "importance", "pinned", "created_at",
+    "updated_at", "last_recalled_at", "recall_count", "fact_key", "meta", "seq",
+)  # fmt: skip
+COLS = ", ".join(COLUMNS)
+INSERT_SQL = f"INSERT INTO memories ({COLS}) VALUES ({', '.join('?' * len(COLUMNS))})"
+
+# -- the bare SQL of one full consolidation run (namespace 'default') -----------------------------
+RAW_RUN_ROW = """
+INSERT INTO consolidation_runs (kind, namespace, capacity, status, started_at, finished_at,
+    live_before, kept, duplicates, evicted, stale, high_water_seq)
+VALUES ('consolidate', 'default', :capacity, 'applied', :now, :now,
+    (SELECT count(*) FROM memories WHERE namespace = 'default'), 0, 0, 0, 0,
+    max((SELECT coalesce(max(seq), 0) FROM memories), (SELECT coalesce(max(seq), 0) FROM memory_archive)))
+"""
+RAW_STAGE1 = f"""
+INSERT INTO memory_archive ({COLS}, archived_at, reason, superseded_by, run_id)
+SELECT {COLS}, :now, 'duplicate', winner, :run_id FROM (
+    SELECT memories.*,
+           row_number() OVER w AS group_rank,
+           first_value(id) OVER w AS winner
+    FROM memories WHERE namespace = 'default'
+    WINDOW w AS (PARTITION BY namespace, norm_key ORDER BY pinned DESC, timestamp DESC, importance DESC, id)
+) WHERE group_rank > 1 AND pinned = 0
+"""
+RAW_STAGE1_DELETE = """
+DELETE FROM memories WHERE id IN (
+    SELECT id FROM memory_archive WHERE run_id = :run_id AND reason = 'duplicate' AND namespace = 'default')
+"""
+RAW_STAGE2 = f"""
+INSERT INTO memory_archive ({COLS}, archived_at, reason, superseded_by, run_id)
+SELECT {COLS}, :now, 'evicted', NULL, :run_id FROM memories
+WHERE namespace = 'default' AND pinned = 0 AND id NOT IN (
+    SELECT id FROM memories WHERE namespace = 'default' AND pinned = 0
+    ORDER BY importance DESC, timestamp DESC, id LIMIT :capacity)
+"""
+RAW_STAGE2_DELETE = """
+DELETE FROM memories WHERE id IN (
+    SELECT id FROM memory_archive WHERE run_id = :run_id AND reason = 'evicted' AND namespace = 'default')
+"""
+RAW_RECALL = (
+    "SELECT m.* FROM memories_fts JOIN memories AS m ON m.rowid = memories_fts.rowid "
+    "WHERE memories_fts MATCH ? AND m.namespace = ? ORDER BY bm25(memories_fts), m.id LIMIT ?"
+)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def raw_connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA busy_timeout = 60000")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA journal_mode = WAL")
+    return conn
+
+
+def checkpoint(path: Path) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def copy_store(src: Path, dst: Path) -> Path:
+    """Copy a closed, checkpointed store (no -wal content left) to a fresh file."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(dst) + suffix).unlink(missing_ok=True)
+    checkpoint(src)
+    shutil.copy(src, dst)
+    return dst
+
+
+def remove_store(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def empty_store(path: Path) -> Path:
+    remove_store(path)
+    MemoryStore(path).close()
+    checkpoint(path)
+    return path
+
+
+def repeat(fn, repeats: int, slow: float, label: str) -> list[float]:
+    """Run fn() (which returns seconds) up to `repeats` times; once only if a run exceeds `slow`."""
+    times = []
+    for n in range(repeats):
+        seconds = fn()
+        times.append(seconds)
+        log(f"  {label} run {n + 1}: {seconds:.4f} s")
+        if seconds > slow:
+            break
+    return times
+
+
+def raw_row(record: dict, seq: int) -> tuple:
+    ts = record.get("timestamp")
+    if ts is None:
+        ts = record["updated_at"] if record.get("updated_at") is not None else record["created_at"]
+    return (
+        record["id"], "default", record["text"], normalize_key(record["text"]), ts,
+        record.get("importance", 3), int(bool(record.get("pinned"))), record["created_at"],
+        record.get("updated_at") or record["created_at"], record.get("last_recalled_at"),
+        record.get("recall_count") or 0, record.get("fact_key"), None, seq,
+    )  # fmt: skip
+
+
+# -- scenarios ------------------------------------------------------------------------------------
+
+
+def bench_bulk(work: Path, records: list[dict], rows: list[tuple], args) -> tuple[list[float], list[float], Path]:
+    base = work / "base.db"
+
+    def memstore_once() -> float:
+        empty_store(base)
+        store = MemoryStore(base)
+        try:
+            start = time.perf_counter()
+            result = store.add_many(records)
+            seconds = time.perf_counter() - start
+        finally:
+            store.close()
+        assert result.added == len(records), result.added
+        return seconds
+
+    raw_path = work / "raw_bulk.db"
+
+    def raw_once() -> float:
+        empty_store(raw_path)
+        conn = raw_connect(raw_path)
+        start = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(INSERT_SQL, rows)
+        conn.execute("COMMIT")
+        seconds = time.perf_counter() - start
+        conn.close()
+        return seconds
+
+    raw = repeat(raw_once, args.repeats, args.slow, "bulk raw")
+    remove_store(raw_path)
+    ms = repeat(memstore_once, args.repeats, args.slow, "bulk memstore")
+    checkpoint(base)
+    return ms, raw, base
+
+
+def bench_add(work: Path, base: Path, records: list[dict], args) -> tuple[list[float], list[float]]:
+    rng = random.Random(args.seed + 7)
+    sample = [records[rng.randrange(len(records))] for _ in range(args.adds)]
+    path = work / "add.db"
+
+    def memstore_once(rep: int) -> float:
+        copy_store(base, path)
+        store = MemoryStore(path)
+        try:
+            start = time.perf_counter()
+            for i, r in enumerate(sample):
+                store.add(r["text"], id=f"add{rep}-{i}", timestamp=NOW_MS + i, importance=r["importance"])
+            seconds = time.perf_counter() - start
+        finally:
+            store.close()
+        return seconds
+
+    def raw_once(rep: int) -> float:
+        copy_store(base, path)
+        conn = raw_connect(path)
+        first_seq = conn.execute("SELECT max(seq) FROM memories").fetchone()[0] + 1
+        prepared = [
+            raw_row({"id": f"add{rep}-{i}", "text": r["text"], "timestamp": NOW_MS + i, "importance": r["importance"],
+                     "created_at": NOW_MS}, first_seq + i)
+            for i, r in enumerate(sample)
+        ]  # fmt: skip
+        start = time.perf_counter()
+        for row in prepared:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(INSERT_SQL, row)
+            conn.execute("COMMIT")
+        seconds = time.perf_counter() - start
+        conn.close()
+        return seconds
+
+    counter = iter(range(1000))
+    raw = repeat(lambda: raw_once(next(counter)), args.repeats, args.slow, "add raw")
+    counter2 = iter(range(1000))
+    ms = repeat(lambda: memstore_once(next(counter2)), args.repeats, args.slow, "add memstore")
+    remove_store(path)
+    return ms, raw
+
+
+def run_memstore_consolidate(path: Path, capacity: int, full: bool):
+    store = MemoryStore(path)
+    try:
+        start = time.perf_counter()
+        report = store.consolidate(capacity, full=full, list_kept=False)
+        seconds = time.perf_counter() - start
+    finally:
+        store.close()
+    return seconds, report
+
+
+def run_raw_consolidate(path: Path, capacity: int) -> tuple[float, dict]:
+    conn = raw_connect(path)
+    params = {"capacity": capacity, "now": NOW_MS}
+    start = time.perf_counter()
+    conn.execute("BEGIN IMMEDIATE")
+    run_id = conn.execute(RAW_RUN_ROW, params).lastrowid
+    params["run_id"] = run_id
+    marks = {}
+    t = time.perf_counter()
+    for name, sql in (("stage1_insert", RAW_STAGE1), ("stage1_delete", RAW_STAGE1_DELETE),
+                      ("stage2_insert", RAW_STAGE2), ("stage2_delete", RAW_STAGE2_DELETE)):  # fmt: skip
+        conn.execute(sql, params)
+        now = time.perf_counter()
+        marks[name] = round(now - t, 4)
+        t = now
+    conn.execute("COMMIT")
+    seconds = time.perf_counter() - start
+    marks["commit"] = round(time.perf_counter() - t, 4)
+    conn.close()
+    return seconds, marks
+
+
+def statement_profile(path: Path, capacity: int, full: bool) -> list[dict]:
+    """One untimed run with per-statement timings (SQLAlchemy cursor events): where the time goes."""
+    from sqlalchemy import event
+
+    store = MemoryStore(path)
+    timings: list[dict] = []
+    started: dict = {}
+
+    @event.listens_for(store.engine, "before_cursor_execute")
+    def before(conn, cursor, statement, parameters, context, executemany):  # noqa: ARG001
+        started["t"] = time.perf_counter()
+
+    @event.listens_for(store.engine, "after_cursor_execute")
+    def after(conn, cursor, statement, parameters, context, executemany):  # noqa: ARG001
+        timings.append({"seconds": time.perf_counter() - started["t"], "sql": " ".join(statement.split())[:110]})
+
+    try:
+        start = time.perf_counter()
+        store.consolidate(capacity, full=full, list_kept=False)
+        total = time.perf_counter() - start
+    finally:
+        store.close()
+    in_sql = sum(t["seconds"] for t in timings)
+    timings.sort(key=lambda t: -t["seconds"])
+    top = [{"seconds": round(t["seconds"], 4), "sql": t["sql"]} for t in timings[:6]]
+    return [{"total_seconds": round(total, 4), "in_cursor_execute": round(in_sql, 4),
+             "outside_sql (python, fetch, commit)": round(total - in_sql, 4)}, *top]  # fmt: skip
+
+
+def new_writes(records: list[dict], live_ids: list[str], seed: int) -> list[dict]:
+    """1,000 writes: repeats and same-key variants of live facts, high-importance and plain new ones."""
+    rng = random.Random(seed + 11)
+    by_id = {r["id"]: r for r in records}
+    maker = bench_report.TextMaker(random.Random(seed + 12))
+    out = []
+    ts = NOW_MS + 1000
+    for i in range(300):  # exact repeats of a live fact, newer: the new row wins its key
+        r = by_id[live_ids[rng.randrange(len(live_ids))]]
+        out.append({"id": f"new-rep-{i}", "text": r["text"], "importance": rng.randint(1, 5), "timestamp": ts + i})
+    for i in range(200):  # case / punctuation variants: same normalised key
+        r = by_id[live_ids[rng.randrange(len(live_ids))]]
+        text = r["text"].upper() if i % 2 else r["text"].rstrip(".!?") + "!"
+        out.append({"id": f"new-var-{i}", "text": text, "importance": rng.randint(1, 5), "timestamp": ts + 300 + i})
+    for i in range(300):  # new and important: push past capacity
+        out.append({"id": f"new-imp-{i}", "text": maker.fresh(), "importance": 5, "timestamp": ts + 500 + i})
+    for i in range(200):
+        out.append({"id": f"new-any-{i}", "text": maker.fresh(), "importance": rng.randint(1, 5), "timestamp": ts + 800 + i})
+    return out
+
+
+def live_ids_of(path: Path) -> list[str]:
+    conn = sqlite3.connect(path)
+    ids = [row[0] for row in conn.execute("SELECT id FROM memories ORDER BY id")]
+    conn.close()
+    return ids
+
+
+def bench_consolidation(work: Path, base: Path, records: list[dict], capacity: int, args) -> dict:
+    out: dict = {}
+    ms_path, raw_path = work / "full.db", work / "raw_full.db"
+    reports = []
+
+    def ms_once() -> float:
+        copy_store(base, ms_path)
+        seconds, report = run_memstore_consolidate(ms_path, capacity, full=True)
+        reports.append(report)
+        return seconds
+
+    raw_marks = []
+
+    def raw_once() -> float:
+        copy_store(base, raw_path)
+        seconds, marks = run_raw_consolidate(raw_path, capacity)
+        raw_marks.append(marks)
+        return seconds
+
+    out["raw_full"] = repeat(raw_once, args.repeats, args.slow, "consolidate full raw")
+    raw_live = live_ids_of(raw_path)
+    out["memstore_full"] = repeat(ms_once, args.repeats, args.slow, "consolidate full memstore")
+    ms_live = live_ids_of(ms_path)
+    out["full_same_result_as_raw"] = raw_live == ms_live
+    rep = reports[-1]
+    out["full_counts"] = {"live_before": rep.live_before, "kept": rep.kept_count, "duplicates": rep.duplicates,
+                          "evicted": rep.evicted, "pinned_kept": rep.pinned_kept}  # fmt: skip
+    out["raw_statement_seconds"] = raw_marks[-1]
+    remove_store(raw_path)
+
+    # Where the memstore full run spends its time (untimed, separate copy).
+    prof_path = work / "prof.db"
+    copy_store(base, prof_path)
+    out["memstore_full_statement_profile"] = statement_profile(prof_path, capacity, full=True)
+
+    # State after a full run + 1,000 new writes.
+    writes = new_writes(records, ms_live, args.seed)
+    store = MemoryStore(ms_path)
+    try:
+        added = store.add_many(writes)
+        assert added.added == len(writes)
+    finally:
+        store.close()
+    checkpoint(ms_path)
+    inc_path, full2_path = work / "inc.db", work / "full2.db"
+    inc_reports = []
+
+    def inc_once() -> float:
+        copy_store(ms_path, inc_path)
+        seconds, report = run_memstore_consolidate(inc_path, capacity, full=False)
+        assert report.incremental, "expected an incremental run"
+        inc_reports.append(report)
+        return seconds
+
+    full2_reports = []
+
+    def full2_once() -> float:
+        copy_store(ms_path, full2_path)
+        seconds, report = run_memstore_consolidate(full2_path, capacity, full=True)
+        full2_reports.append(report)
+        return seconds
+
+    out["memstore_incremental"] = repeat(inc_once, args.repeats, args.slow, "consolidate incremental")
+    out["memstore_full_after_writes"] = repeat(full2_once, args.repeats, args.slow, "consolidate full after writes")
+    out["incremental_same_result_as_full"] = live_ids_of(inc_path) == live_ids_of(full2_path)
+    ir = inc_reports[-1]
+    out["incremental_counts"] = {"live_before": ir.live_before, "kept": ir.kept_count, "duplicates": ir.duplicates,
+                                 "evicted": ir.evicted}  # fmt: skip
+    copy_store(ms_path, prof_path)
+    out["memstore_incremental_statement_profile"] = statement_profile(prof_path, capacity, full=False)
+    for p in (ms_path, inc_path, full2_path, prof_path):
+        remove_store(p)
+    return out
+
+
+def make_queries(seed: int, count: int, zipf: bool) -> list[str]:
+    words = bench_report.make_vocabulary(random.Random(seed))  # the vocabulary generate_records uses
+    rng = random.Random(seed + (23 if zipf else 29))
+    cum = None
+    if zipf:
+        total, cum = 0.0, []
+        for rank in range(len(words)):
+            total += 1.0 / (rank + 1) ** bench_report.ZIPF_EXPONENT
+            cum.append(total)
+    queries = []
+    for _ in range(count):
+        n = rng.choice((2, 3))
+        picked = rng.choices(words, cum_weights=cum, k=n) if zipf else rng.sample(words, n)
+        queries.append(" ".join(picked))
+    return queries
+
+
+def bench_recall(work: Path, base: Path, args) -> dict:
+    from memstore.search import query_expression
+
+    path = work / "recall.db"
+    copy_store(base, path)
+    out = {}
+    for mix in ("uniform", "zipf"):
+        queries = make_queries(args.seed, args.queries, zipf=mix == "zipf")
+        store = MemoryStore(path)
+        try:
+            for q in queries[:5]:  # warm the page cache
+                store.recall(q, k=5, touch=False)
+            ms_times, hits = [], 0
+            for q in queries:
+                start = time.perf_counter()
+                rows = store.recall(q, k=5, touch=False)
+                ms_times.append(time.perf_counter() - start)
+                hits += bool(rows)
+        finally:
+            store.close()
+        conn = raw_connect(path)
+        raw_times = []
+        for q in queries:
+            expression = query_expression(q, "sqlite")
+            start = time.perf_counter()
+            conn.execute(RAW_RECALL, (expression, "default", 5)).fetchall()
+            raw_times.append(time.perf_counter() - start)
+        conn.close()
+        ms_sorted = sorted(ms_times)
+        out[mix] = {
+            "memstore_p50": statistics.median(ms_times),
+            "memstore_p95": ms_sorted[int(0.95 * (len(ms_sorted) - 1))],
+            "raw_p50": statistics.median(raw_times),
+            "queries": len(queries),
+            "queries_with_hits": hits,
+            "examples": queries[:3],
+        }
+        log(f"  recall {mix}: memstore p50 {out[mix]['memstore_p50'] * 1e3:.2f} ms, raw p50 {out[mix]['raw_p50'] * 1e3:.2f} ms")
+    remove_store(path)
+    return out
+
+
+_EXHAUSTIVE_CACHE: dict = {}
+
+
+def bench_near_dup(records: list[dict], args) -> dict:
+    threshold = hygiene.NEAR_DUPLICATE_THRESHOLD
+    sets = [hygiene.token_set(r["text"]) for r in records]
+    k = min(args.exhaustive_sample, len(sets))
+    key = (k, args.seed)
+    if key not in _EXHAUSTIVE_CACHE:  # records[:k] are the same for every size (same seed)
+        sample = sets[:k]
+        start = time.perf_counter()
+        exhaustive = hygiene.exhaustive_pairs(sample, threshold)
+        ex_seconds = time.perf_counter() - start
+        identical = hygiene.similar_pairs(sample, threshold) == exhaustive
+        _EXHAUSTIVE_CACHE[key] = (ex_seconds, identical, len(exhaustive))
+        log(f"  exhaustive pairs on {k:,}: {ex_seconds:.2f} s, similar_pairs identical: {identical}")
+    ex_seconds, identical, found = _EXHAUSTIVE_CACHE[key]
+    per_pair = ex_seconds / (k * (k - 1) / 2)
+    n = len(sets)
+
+    def once() -> float:
+        start = time.perf_counter()
+        hygiene.similar_pairs(sets, threshold)
+        return time.perf_counter() - start
+
+    times = repeat(once, args.repeats, args.slow, "similar_pairs")
+    extrapolated = per_pair * n * (n - 1) / 2
+    return {"similar_pairs": times, "exhaustive_sample": k, "exhaustive_sample_seconds": ex_seconds,
+            "exhaustive_extrapolated_seconds": extrapolated, "sample_identical": identical,
+            "sample_pairs_found": found}  # fmt: skip
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+
+def run_size(n: int, args, work: Path) -> dict:
+    log(f"== size {n:,}: generating ...")
+    t = time.perf_counter()
+    records, kinds = bench_report.generate_records(n, args.seed)
+    rows = [raw_row(r, i + 1) for i, r in enumerate(records)]
+    log(f"   generated in {time.perf_counter() - t:.1f} s ({kinds})")
+    capacity = max(n // 10, 1)
+    result: dict = {"size": n, "capacity": capacity, "store": kinds}
+
+    log("bulk import ...")
+    ms, raw, base = bench_bulk(work, records, rows, args)
+    result["bulk"] = {"memstore": ms, "raw": raw}
+    del rows
+    log("single adds ...")
+    ms, raw = bench_add(work, base, records, args)
+    result["add"] = {"memstore": ms, "raw": raw, "records_per_run": args.adds}
+    log("recall ...")
+    result["recall"] = bench_recall(work, base, args)
+    log("consolidation ...")
+    result["consolidation"] = bench_consolidation(work, base, records, capacity, args)
+    if n <= args.near_dup_max:
+        log("near-duplicate join ...")
+        result["near_dup"] = bench_near_dup(records, args)
+    remove_store(base)
+    return result
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def table_rows(results: list[dict]) -> list[dict]:
+    """scenario, size, memstore median, baseline median, ratio, target, met?"""
+    rows = []
+    by_size = {r["size"]: r for r in results}
+    for r in results:
+        n = r["size"]
+        b = r["bulk"]
+        ms, raw = med(b["memstore"]), med(b["raw"])
+        rows.append(dict(scenario="bulk import (add_many vs executemany)", size=n, memstore=ms, baseline=raw,
+                         ratio=raw / ms, ratio_def="raw/ms", target=">= 0.50", met=raw / ms >= 0.50))
+        a = r["add"]
+        ms, raw = med(a["memstore"]) / a["records_per_run"], med(a["raw"]) / a["records_per_run"]
+        rows.append(dict(scenario="add, 1 record/txn (per record)", size=n, memstore=ms, baseline=raw,
+                         ratio=raw / ms, ratio_def="raw/ms", target=">= 0.30", met=raw / ms >= 0.30))
+        c = r["consolidation"]
+        ms, raw = med(c["memstore_full"]), med(c["raw_full"])
+        rows.append(dict(scenario="consolidate full vs bare SQL", size=n, memstore=ms, baseline=raw,
+                         ratio=ms / raw, ratio_def="ms/raw", target="<= 1.3", met=ms / raw <= 1.3))
+        inc, full2 = med(c["memstore_incremental"]), med(c["memstore_full_after_writes"])
+        rows.append(dict(scenario="consolidate +1000 writes: incr vs full", size=n, memstore=inc, baseline=full2,
+                         ratio=inc / full2, ratio_def="incr/full", target="<= 0.10 (at 1M)",
+                         met=(inc / full2 <= 0.10) if n == 1_000_000 else None))
+        smaller = by_size.get(n // 10)
+        if smaller is not None:
+            inc_small = med(smaller["consolidation"]["memstore_incremental"])
+            rows.append(dict(scenario=f"incr growth {n // 10:,} -> {n:,}", size=n, memstore=inc, baseline=inc_small,
+                             ratio=inc / inc_small, ratio_def="incr(N)/incr(N/10)", target="<= 1.5 (100k->1M)",
+                             met=(inc / inc_small <= 1.5) if n == 1_000_000 else None))
+        for mix in ("uniform", "zipf"):
+            rc = r["recall"][mix]
+            rows.append(dict(scenario=f"recall p50 ({mix} words)", size=n, memstore=rc["memstore_p50"],
+                             baseline=rc["raw_p50"], ratio=rc["memstore_p50"] / rc["raw_p50"], ratio_def="ms/raw",
+                             target="p50 <= 10 ms (at 1M)",
+                             met=(rc["memstore_p50"] <= 0.010) if n == 1_000_000 else None))
+        nd = r.get("near_dup")
+        if nd:
+            sp = med(nd["similar_pairs"])
+            ratio = nd["exhaustive_extrapolated_seconds"] / sp
+            rows.append(dict(scenario="near-dup join vs exhaustive (extrap.)", size=n, memstore=sp,
+                             baseline=nd["exhaustive_extrapolated_seconds"], ratio=ratio, ratio_def="exh/join",
+                             target=">= 500 & exact (at 100k)",
+                             met=(ratio >= 500 and nd["sample_identical"]) if n == 100_000 else None))
+    return rows  # fmt: skip
+
+
+def fmt_seconds(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+def print_table(rows: list[dict]) -> str:
+    header = ("scenario", "size", "memstore", "baseline", "ratio", "target", "met?")
+    lines = []
+    body = []
+    for r in rows:
+        met = "-" if r["met"] is None else ("yes" if r["met"] else "NO")
+        body.append((r["scenario"], f"{r['size']:,}", fmt_seconds(r["memstore"]), fmt_seconds(r["baseline"]),
+                     f"{r['ratio']:.3g} ({r['ratio_def']})", r["target"], met))  # fmt: skip
+    widths = [max(len(str(x[i])) for x in [header, *body]) for i in range(len(header))]
+    for line in [header, tuple("-" * w for w in widths), *body]:
+        lines.append("  ".join(str(v).ljust(widths[i]) if i in (0, 5, 6) else str(v).rjust(widths[i])
+                               for i, v in enumerate(line)))  # fmt: skip
+    text = "\n".join(lines)
+    print(text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--quick", action="store_true", help="10,000 only")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats of fast scenarios (median reported)")
+    parser.add_argument("--slow", type=float, default=10.0, help="a scenario whose run exceeds this many seconds runs once")
+    parser.add_argument("--adds", type=int, default=300, help="single adds per run (default 300)")
+    parser.add_argument("--queries", type=int, default=200, help="recall queries per mix (default 200)")
+    parser.add_argument("--exhaustive-sample", type=int, default=4000)
+    parser.add_argument("--near-dup-max", type=int, default=100_000, help="largest size for the near-duplicate join")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workdir", type=Path, default=None, help="where store files go (default: a temp dir)")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    sizes = [10_000] if args.quick else sorted(args.sizes)
+
+    started = time.perf_counter()
+    results: list[dict] = []
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="memstore-bench-", dir=args.workdir) as tmp:
+        for n in sizes:
+            results.append(run_size(n, args, Path(tmp)))
+            rows = table_rows(results)
+            doc = {
+                "benchmark": "memstore vs raw sqlite3",
+                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "command": " ".join([Path(sys.executable).name, *sys.argv]),
+                "machine": bench_report.machine_info(),
+                "sqlite_version": sqlite3.sqlite_version,
+                "library_source": bench_report.source_fingerprint(),
+                "config": {"sizes": sizes, "repeats": args.repeats, "slow": args.slow, "adds": args.adds,
+                           "queries": args.queries, "seed": args.seed, "exhaustive_sample": args.exhaustive_sample},
+                "elapsed_seconds": round(time.perf_counter() - started, 1),
+                "table": rows,
+                "results": results,
+            }  # fmt: skip
+            args.output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+            log(f"size {n:,} done; wrote {args.output}")
+    print()
+    print(f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, Python {platform.python_version()}, "
+          f"SQLite {sqlite3.sqlite_version}")  # fmt: skip
+    print_table(table_rows(results))
+    ok = True
+    for r in results:
+        c = r["consolidation"]
+        for check in ("full_same_result_as_raw", "incremental_same_result_as_full"):
+            if not c[check]:
+                ok = False
+                print(f"CHECK FAILED at {r['size']:,}: {check}", file=sys.stderr)
+        if r.get("near_dup") and not r["near_dup"]["sample_identical"]:
+            ok = False
+            print(f"CHECK FAILED at {r['size']:,}: near-dup join differs from exhaustive", file=sys.stderr)
+    print(f"\nwrote {args.output}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
