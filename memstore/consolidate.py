@@ -220,23 +220,31 @@ def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int,
     Every group the last run saw ended clean (one unpinned survivor, or only pinned members), so
     only groups with a newer member can hold a duplicate.
     """
+    in_namespace = memories.c.namespace == namespace
+    if since is None:
+        scopes = [[in_namespace]]
+    else:
+        # The new rows come off ix_memories_seq (a range scan of the writes since `since`); the
+        # groups are then read key by key off ix_memories_stage1.
+        written = conn.execute(
+            select(memories.c.namespace, memories.c.norm_key).where(memories.c.seq > since).distinct()
+        ).all()
+        keys = sorted({key for key_namespace, key in written if key_namespace == namespace})
+        scopes = [[in_namespace, memories.c.norm_key.in_(keys[i : i + CHUNK])] for i in range(0, len(keys), CHUNK)]
     group = (memories.c.namespace, memories.c.norm_key)
-    scope = [memories.c.namespace == namespace]
-    if since is not None:
-        written_since = select(memories.c.norm_key).where(memories.c.namespace == namespace, memories.c.seq > since)
-        scope.append(memories.c.norm_key.in_(written_since))
-    ranked = (
-        select(
-            *memories.c,
-            func.row_number().over(partition_by=group, order_by=STAGE1_ORDER).label("group_rank"),
-            func.first_value(memories.c.id).over(partition_by=group, order_by=STAGE1_ORDER).label("winner"),
+    for scope in scopes:
+        ranked = (
+            select(
+                *memories.c,
+                func.row_number().over(partition_by=group, order_by=STAGE1_ORDER).label("group_rank"),
+                func.first_value(memories.c.id).over(partition_by=group, order_by=STAGE1_ORDER).label("winner"),
+            )
+            .where(*scope)
+            .subquery("ranked")
         )
-        .where(*scope)
-        .subquery("ranked")
-    )
-    # Pinned memories are never archived, even when a pinned twin outranks them.
-    losers = select(ranked).where(ranked.c.group_rank > 1, ranked.c.pinned == false()).subquery("losers")
-    _copy_to_archive(conn, losers, "duplicate", losers.c.winner, run_id, now)
+        # Pinned memories are never archived, even when a pinned twin outranks them.
+        losers = select(ranked).where(ranked.c.group_rank > 1, ranked.c.pinned == false()).subquery("losers")
+        _copy_to_archive(conn, losers, "duplicate", losers.c.winner, run_id, now)
     _merge_recall_history(conn, namespace, run_id)
     _remove_archived(conn, namespace, run_id, "duplicate")
 
