@@ -16,6 +16,8 @@ from .errors import StoreBusyError
 
 # Long enough for a consolidation run of a million rows to finish while an agent waits to write.
 BUSY_TIMEOUT_MS = 60_000
+# SQLite's default: after a commit leaves this many pages in the WAL, the committer checkpoints.
+WAL_AUTOCHECKPOINT_PAGES = 1000
 # Execution option that marks a connection whose transactions will write.
 WRITE_OPTION = "memstore_write"
 
@@ -83,17 +85,40 @@ def make_engine(path_or_url: str | os.PathLike[str], busy_timeout_ms: int = BUSY
 
 
 @contextmanager
-def write_transaction(engine: Engine) -> Iterator[Connection]:
-    """One write transaction (BEGIN IMMEDIATE on SQLite): committed whole or rolled back whole."""
+def write_transaction(engine: Engine, *, defer_checkpoint: bool = False) -> Iterator[Connection]:
+    """One write transaction (BEGIN IMMEDIATE on SQLite): committed whole or rolled back whole.
+
+    `defer_checkpoint` (for the jobs, which write many pages) keeps SQLite from copying the WAL back
+    into the database inside this commit, while the write lock is still held; the caller
+    checkpoints afterwards (see `checkpoint`).
+    """
     try:
         with engine.connect() as conn:
             conn = conn.execution_options(**{WRITE_OPTION: True})
-            with conn.begin():
-                yield conn
+            # Straight on the driver's connection: through SQLAlchemy a PRAGMA would open a transaction.
+            driver = conn.connection.dbapi_connection if defer_checkpoint and is_sqlite(conn) else None
+            if driver is not None:
+                driver.execute("PRAGMA wal_autocheckpoint = 0")
+            try:
+                with conn.begin():
+                    yield conn
+            finally:
+                if driver is not None:
+                    driver.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
     except OperationalError as exc:
         if "database is locked" in str(exc.orig) or "database is busy" in str(exc.orig):
             raise StoreBusyError("the store stayed locked by another writer past the busy timeout; try again") from exc
         raise
+
+
+def checkpoint(engine: Engine) -> None:
+    """Copy the WAL back into the database without blocking writers (SQLite's PASSIVE checkpoint)."""
+    if engine.dialect.name == "sqlite":
+        raw = engine.raw_connection()  # no BEGIN: a checkpoint inside a read transaction stops short
+        try:
+            raw.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            raw.close()
 
 
 @contextmanager

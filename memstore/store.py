@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -13,7 +14,7 @@ from . import consolidate as job
 from . import hygiene, search
 from .backup import backup_sqlite
 from .check import CheckReport, check_store
-from .db import BUSY_TIMEOUT_MS, default_location, is_sqlite, sqlite_file_missing, make_engine, read_transaction, write_transaction
+from .db import BUSY_TIMEOUT_MS, checkpoint, default_location, is_sqlite, sqlite_file_missing, make_engine, read_transaction, write_transaction
 from .errors import IdConflictError, MemstoreError, NotFoundError, RecallCheckError, ValidationError
 from .io import read_memories
 from .migrate import upgrade
@@ -64,6 +65,7 @@ class MemoryStore:
         if missing and not create:
             raise NotFoundError(f"no memstore database at {missing}; create it with `memstore init`")
         self.engine = make_engine(self.location, busy_timeout_ms)
+        self._checkpoints: list[threading.Thread] = []
         try:
             upgrade(self.engine)
         except BaseException:
@@ -75,6 +77,8 @@ class MemoryStore:
         return self.engine.url.render_as_string(hide_password=True)
 
     def close(self) -> None:
+        for worker in self._checkpoints:
+            worker.join()
         self.engine.dispose()
 
     def __enter__(self) -> MemoryStore:
@@ -316,7 +320,7 @@ class MemoryStore:
 
     def _run_job(self, apply, dry_run: bool, checks, k: int) -> job.ConsolidationReport:
         """Apply a job in one write transaction; keep it only if it is real and every check passes."""
-        with write_transaction(self.engine) as conn:
+        with write_transaction(self.engine, defer_checkpoint=True) as conn:
             report = apply(conn)
             if checks:
                 report.checks = search.run_checks(conn, checks, k)
@@ -325,7 +329,17 @@ class MemoryStore:
                 conn.get_transaction().rollback()
         if failed and not dry_run:
             raise RecallCheckError(report)
+        if not dry_run:
+            self._checkpoint_in_background()
         return report
+
+    def _checkpoint_in_background(self) -> None:
+        """Checkpoint after the job's commit, off its critical path: the write lock is already
+        released, and a PASSIVE checkpoint never blocks writers. `close()` waits for it."""
+        if self.is_sqlite:
+            worker = threading.Thread(target=checkpoint, args=(self.engine,), name="memstore-checkpoint")
+            worker.start()
+            self._checkpoints.append(worker)
 
     def restore(self, run_id: int) -> job.RestoreReport:
         """Undo a run: its archived rows go back to the live set, whole."""
