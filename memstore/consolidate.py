@@ -226,9 +226,9 @@ def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int,
     else:
         # The new rows come off ix_memories_seq (a range scan of the writes since `since`); the
         # groups are then read key by key off ix_memories_stage1.
-        written = conn.execute(
-            select(memories.c.namespace, memories.c.norm_key).where(memories.c.seq > since).distinct()
-        ).all()
+        # No DISTINCT in SQL: it makes SQLite walk ix_memories_stage1 over the whole table to get
+        # the rows in key order, instead of the short range of ix_memories_seq.
+        written = conn.execute(select(memories.c.namespace, memories.c.norm_key).where(memories.c.seq > since)).all()
         keys = sorted({key for key_namespace, key in written if key_namespace == namespace})
         scopes = [[in_namespace, memories.c.norm_key.in_(keys[i : i + CHUNK])] for i in range(0, len(keys), CHUNK)]
     group = (memories.c.namespace, memories.c.norm_key)
@@ -326,18 +326,6 @@ def _start_run(conn: Connection, report: ConsolidationReport) -> int:
 
 def _finish_run(conn: Connection, report: ConsolidationReport, run_id: int, *, list_kept: bool = True) -> ConsolidationReport:
     scope = [] if report.namespace is None else [memories.c.namespace == report.namespace]
-    if list_kept:
-        kept_rows = conn.execute(
-            select(memories.c.id, memories.c.pinned).where(*scope).order_by(memories.c.namespace, *RANK_ORDER)
-        ).all()
-        report.kept_ids = [row.id for row in kept_rows]
-        report.kept_count = len(kept_rows)
-        report.pinned_kept = sum(1 for row in kept_rows if row.pinned)
-    else:
-        report.kept_count = conn.execute(select(func.count()).select_from(memories).where(*scope)).scalar_one()
-        report.pinned_kept = conn.execute(
-            select(func.count()).select_from(memories).where(*scope, memories.c.pinned == true())
-        ).scalar_one()
     report.archived = [
         ArchivedEntry(*row)
         for row in conn.execute(
@@ -346,6 +334,22 @@ def _finish_run(conn: Connection, report: ConsolidationReport, run_id: int, *, l
             .order_by(archive.c.namespace, archive.c.reason, archive.c.id)
         )
     ]
+    if list_kept:
+        kept_rows = conn.execute(
+            select(memories.c.id, memories.c.pinned).where(*scope).order_by(memories.c.namespace, *RANK_ORDER)
+        ).all()
+        report.kept_ids = [row.id for row in kept_rows]
+        report.kept_count = len(kept_rows)
+        report.pinned_kept = sum(1 for row in kept_rows if row.pinned)
+    else:
+        if conn.dialect.name == "sqlite":
+            # No one else writes while the job holds SQLite's write lock: kept = before - archived.
+            report.kept_count = report.live_before - len(report.archived)
+        else:
+            report.kept_count = conn.execute(select(func.count()).select_from(memories).where(*scope)).scalar_one()
+        report.pinned_kept = conn.execute(
+            select(func.count()).select_from(memories).where(*scope, memories.c.pinned == true())
+        ).scalar_one()
     report.finished_at = now_ms()
     report.run_id = None if report.dry_run else run_id
     conn.execute(
