@@ -10,8 +10,8 @@ Definitions follow the hygiene procedure in the specification:
   0.5 (5 or more), rounded to 3 places.
 
 Near-duplicate pairs are found without comparing all pairs: an exact all-pairs similarity join with
-prefix filtering (tokens ordered rarest first; two sets with Jaccard >= t must share a token among
-the first ``|x| - ceil(t * |x|) + 1`` of each), then every candidate is verified exactly.
+prefix filtering (tokens ordered rarest first; two sets with Jaccard >= t must share two tokens
+among the first ``|x| - ceil(t * |x|) + 2`` of each), then every candidate is verified exactly.
 """
 
 from __future__ import annotations
@@ -81,13 +81,15 @@ def similar_pairs(
 ) -> list[SimilarPair]:
     """Every pair with Jaccard >= threshold (0 < threshold <= 1), exactly, without comparing all pairs.
 
-    The PPJoin similarity join: tokens are ordered rarest first and records visited smallest first.
-    Two sets x, y (|y| <= |x|) with Jaccard >= t share at least ``alpha = ceil(t/(1+t) * (|x|+|y|))``
-    tokens, so they must share one among the first ``|x| - ceil(t*|x|) + 1`` tokens of x (the probe
-    prefix) and the first ``|y| - ceil(2t/(1+t)*|y|) + 1`` of y (the indexed prefix); a candidate is
-    dropped as soon as its overlap so far plus the tokens left after the matching positions cannot
-    reach alpha. Survivors are verified with the exact Jaccard. With `sides`, only pairs whose sides
-    differ are reported (used for contradictions: one side negated, the other not).
+    An all-pairs similarity join with a two-token prefix filter (the l-prefix scheme of AdaptJoin,
+    l = 2). Tokens are ordered rarest first and records visited smallest first. Two sets x, y with
+    |y| <= |x| and Jaccard >= t share at least ``alpha = ceil(t/(1+t) * (|x|+|y|))`` tokens; then the
+    first ``|x| - alpha + 2`` tokens of x and the first ``|y| - alpha + 2`` of y share at least two
+    (the two rarest shared tokens lie in both). Lower bounds of alpha that need only one size give
+    the prefixes: ``ceil(t*|x|)`` for the probing x, ``ceil(2t/(1+t)*|y|)`` for the indexed y. A
+    record is a candidate only when it is hit twice, which drops the many records that share one
+    common word by chance; candidates are verified with the exact Jaccard. With `sides`, only pairs
+    whose sides differ are reported (used for contradictions: one side negated, the other not).
     """
     if not 0 < threshold <= 1:
         raise ValueError("threshold must be in (0, 1]")
@@ -107,53 +109,40 @@ def similar_pairs(
     # candidates for the exact check, never loses a pair.
     eps = 1e-9
     ceil = math.ceil
-    overlap_factor = threshold / (1 + threshold)
-    # Per side and token: the records indexed under it as (record, position), in visiting order,
-    # hence by size; `skip` counts the leading entries already too small for every later probe.
-    postings: dict[bool, dict[int, list[tuple[int, int]]]] = {False: defaultdict(list), True: defaultdict(list)}
+    index_overlap = 2 * threshold / (1 + threshold)
+    # Per side and token: the records indexed under it, in visiting order, hence by size; `skip`
+    # counts the leading entries already too small for every later probe (the length filter).
+    postings: dict[bool, dict[int, list[int]]] = {False: defaultdict(list), True: defaultdict(list)}
     skip: dict[bool, dict[int, int]] = {False: defaultdict(int), True: defaultdict(int)}
     for i in sorted((i for i, size in enumerate(sizes) if size), key=lambda i: (sizes[i], i)):
         mine, size = ordered[i], sizes[i]
-        probe_prefix = size - ceil(threshold * size - eps) + 1
-        index_prefix = size - ceil(2 * overlap_factor * size - eps) + 1
+        least_overlap = ceil(threshold * size - eps)  # alpha for any partner of size t*|x| .. |x|
+        # Hit twice, unless a single shared token can already be enough (sets of one token).
+        hits_needed = min(2, least_overlap)
+        probe_prefix = min(size, size - least_overlap + 2)
+        index_prefix = min(size, size - ceil(index_overlap * size - eps) + 2)
         min_size = threshold * size - eps
         probed_side = (not side_of[i]) if sides is not None else False
         probed, probed_skip = postings[probed_side], skip[probed_side]
-        overlap: dict[int, int] = {}  # candidate -> tokens shared so far; -1 once ruled out
-        for position in range(probe_prefix):
-            token = mine[position]
+        hits: Counter[int] = Counter()
+        for token in mine[:probe_prefix]:
             bucket = probed.get(token)
             if not bucket:
                 continue
             start = probed_skip[token]
-            while start < len(bucket) and sizes[bucket[start][0]] < min_size:
+            while start < len(bucket) and sizes[bucket[start]] < min_size:
                 start += 1  # sizes only grow from here on, so this entry is never needed again
             probed_skip[token] = start
-            left_mine = size - position - 1
-            for n in range(start, len(bucket)):
-                j, their_position = bucket[n]
-                so_far = overlap.get(j, 0)
-                if so_far < 0:
-                    continue
-                their_size = sizes[j]
-                left_theirs = their_size - their_position - 1
-                # Positional filter: even sharing every token left on both sides must reach alpha.
-                if so_far + 1 + (left_mine if left_mine < left_theirs else left_theirs) >= ceil(
-                    overlap_factor * (size + their_size) - eps
-                ):
-                    overlap[j] = so_far + 1
-                else:
-                    overlap[j] = -1
+            hits.update(bucket[start:] if start else bucket)  # counted in C: the hot loop
         own = postings[side_of[i]] if sides is not None else probed
-        for position in range(index_prefix):
-            own[mine[position]].append((i, position))
+        for token in mine[:index_prefix]:
+            own[token].append(i)
         mine_set = token_sets[i]
-        for j, so_far in overlap.items():
-            if so_far > 0:
-                common = len(mine_set & token_sets[j])
-                similarity = common / (size + sizes[j] - common)  # jaccard(), inlined: the hot loop
-                if similarity >= threshold:
-                    pairs.append(SimilarPair(min(i, j), max(i, j), similarity))
+        for j in [j for j, count in hits.items() if count >= hits_needed]:
+            common = len(mine_set & token_sets[j])
+            similarity = common / (size + sizes[j] - common)  # jaccard(), inlined
+            if similarity >= threshold:
+                pairs.append(SimilarPair(min(i, j), max(i, j), similarity))
     pairs.sort(key=lambda p: (p.first, p.second))
     return pairs
 

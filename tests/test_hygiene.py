@@ -600,3 +600,10 @@ def test_two_sided_join_finds_exactly_the_cross_side_pairs(sets, sides, threshol
     sides = sides[: len(sets)]
     expected = [p for p in exhaustive_pairs(sets, threshold) if sides[p.first] != sides[p.second]]
     assert similar_pairs(sets, threshold, sides=sides) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(sets=token_set_lists(), threshold=st.floats(min_value=0.01, max_value=0.5))
+def test_candidate_path_equals_exhaustive_pass_below_one_half(sets, threshold):
+    # Low thresholds make the two-token prefixes cover whole sets and one shared token enough.
+    assert similar_pairs(sets, threshold) == exhaustive_pairs(sets, threshold)
