@@ -189,12 +189,15 @@ def _undo_merges(conn: Connection, run_id: int) -> None:
 # -- write order --------------------------------------------------------------------------------
 
 
+# The largest seq in each table (rows move between the tables but are never deleted, so the larger
+# of the two is the largest ever written): one index look-up each.
+LIVE_MAX_SEQ = select(func.coalesce(func.max(memories.c.seq), 0)).scalar_subquery()
+ARCHIVED_MAX_SEQ = select(func.coalesce(func.max(archive.c.seq), 0)).scalar_subquery()
+
+
 def max_seq(conn: Connection) -> int:
-    """The largest seq ever written: rows move between the tables but are never deleted."""
-    live = select(func.coalesce(func.max(memories.c.seq), 0)).scalar_subquery()
-    archived = select(func.coalesce(func.max(archive.c.seq), 0)).scalar_subquery()
-    # One round trip, two index look-ups (the write path runs this on every add).
-    return max(conn.execute(select(live, archived)).one())
+    """The largest seq ever written."""
+    return max(conn.execute(select(LIVE_MAX_SEQ, ARCHIVED_MAX_SEQ)).one())
 
 
 def next_seq(conn: Connection) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, bindparam, func, insert, select
 
 from . import consolidate as job
 from . import hygiene, search
@@ -28,6 +28,17 @@ runs = ConsolidationRun.__table__
 
 # SQLite allows 32766 bound parameters per statement; stay well below for id look-ups.
 _LOOKUP_CHUNK = 500
+
+
+# The write path's first look, one round trip: how many of the ids are taken, live or archived,
+# and the largest seq in each table.
+_ids = bindparam("ids", expanding=True)
+_WRITE_PROBE = select(
+    select(func.count()).select_from(memories).where(memories.c.id.in_(_ids)).scalar_subquery(),
+    select(func.count()).select_from(archive).where(archive.c.id.in_(_ids)).scalar_subquery(),
+    job.LIVE_MAX_SEQ,
+    job.ARCHIVED_MAX_SEQ,
+)
 
 
 @dataclass
@@ -142,7 +153,7 @@ class MemoryStore:
             first_location[row_id] = item.location
             unique.append(item)
         with write_transaction(self.engine) as conn:
-            stored = self._stored_rows(conn, [item.row["id"] for item in unique])
+            stored, first_seq = self._probe_ids(conn, [item.row["id"] for item in unique])
             new_rows, kept = [], []
             for item in unique:
                 existing = stored.get(item.row["id"])
@@ -158,7 +169,6 @@ class MemoryStore:
                     continue
                 kept.append(item.row["id"])
             if new_rows:
-                first_seq = job.next_seq(conn)
                 for offset, row in enumerate(new_rows):
                     row["seq"] = first_seq + offset
                 conn.execute(insert(memories), new_rows)
@@ -183,6 +193,23 @@ class MemoryStore:
         result = self.add_prepared(read.prepared, skip_invalid=skip_invalid)
         result.rejected[:0] = [str(error) for error in read.rejected]
         return result
+
+    @staticmethod
+    def _probe_ids(conn: Connection, ids: list[str]) -> tuple[dict[str, dict[str, Any]], int]:
+        """The stored rows (live or archived) holding any of `ids`, and the next seq to write.
+
+        The common case, ids never seen, costs one statement per chunk: whole rows are read only
+        for chunks where an id is taken (a retry or a conflict).
+        """
+        found: dict[str, dict[str, Any]] = {}
+        next_seq = 1
+        for start in range(0, max(len(ids), 1), _LOOKUP_CHUNK):
+            chunk = ids[start : start + _LOOKUP_CHUNK]
+            live_taken, archived_taken, live_seq, archived_seq = conn.execute(_WRITE_PROBE, {"ids": chunk}).one()
+            next_seq = max(live_seq, archived_seq) + 1
+            if live_taken or archived_taken:
+                found.update(MemoryStore._stored_rows(conn, chunk))
+        return found, next_seq
 
     @staticmethod
     def _stored_rows(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
