@@ -105,14 +105,14 @@ class ConsolidationReport:
 # -- moving rows --------------------------------------------------------------------------------
 
 
-def _copy_to_archive(conn: Connection, rows, reason: str, superseded_by, run_id: int, now: int) -> None:
-    """Copy whole memory rows from the subquery `rows` into the archive."""
-    conn.execute(
+def _copy_to_archive(conn: Connection, rows, reason: str, superseded_by, run_id: int, now: int) -> int:
+    """Copy whole memory rows from the subquery `rows` into the archive; returns how many."""
+    return conn.execute(
         insert(archive).from_select(
             [*MEMORY_COLUMNS, "archived_at", "reason", "superseded_by", "run_id"],
             select(*(rows.c[name] for name in MEMORY_COLUMNS), literal(now), literal(reason), superseded_by, literal(run_id)),
         )
-    )
+    ).rowcount
 
 
 def _remove_archived(conn: Connection, namespace: str, run_id: int, reason: str) -> None:
@@ -217,8 +217,9 @@ def _high_water_mark(conn: Connection, namespace: str) -> int | None:
 # -- the stages ---------------------------------------------------------------------------------
 
 
-def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int, since: int | None = None) -> None:
+def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int, since: int | None = None) -> int:
     """Stage 1 over the whole namespace, or (with `since`) over the keys written after seq `since`.
+    Returns how many memories it archived (all unpinned).
 
     Every group the last run saw ended clean (one unpinned survivor, or only pinned members), so
     only groups with a newer member can hold a duplicate.
@@ -235,6 +236,7 @@ def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int,
         keys = sorted({key for key_namespace, key in written if key_namespace == namespace})
         scopes = [[in_namespace, memories.c.norm_key.in_(keys[i : i + CHUNK])] for i in range(0, len(keys), CHUNK)]
     group = (memories.c.namespace, memories.c.norm_key)
+    archived = 0
     for scope in scopes:
         ranked = (
             select(
@@ -247,21 +249,24 @@ def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int,
         )
         # Pinned memories are never archived, even when a pinned twin outranks them.
         losers = select(ranked).where(ranked.c.group_rank > 1, ranked.c.pinned == false()).subquery("losers")
-        _copy_to_archive(conn, losers, "duplicate", losers.c.winner, run_id, now)
+        archived += _copy_to_archive(conn, losers, "duplicate", losers.c.winner, run_id, now)
     _merge_recall_history(conn, namespace, run_id)
     _remove_archived(conn, namespace, run_id, "duplicate")
+    return archived
 
 
-def _stage2_evict(conn: Connection, namespace: str, capacity: int, run_id: int, now: int, *, from_bottom: bool = False) -> None:
+def _stage2_evict(
+    conn: Connection, namespace: str, capacity: int, run_id: int, now: int, *, unpinned_count: int | None = None
+) -> None:
     """Keep the first `capacity` unpinned memories in rank order, archive the rest.
 
-    The full form reads the ranking from the top (ORDER BY ... LIMIT capacity); `from_bottom` counts
-    the unpinned rows and takes the last count - capacity from the bottom of the same index, which
-    costs the evictions rather than the store. Both archive the same rows.
+    The full form reads the ranking from the top (ORDER BY ... LIMIT capacity). Given the number of
+    unpinned rows, it takes the last count - capacity from the bottom of the same index instead,
+    which costs the evictions rather than the store. Both archive the same rows.
     """
     unpinned = (memories.c.namespace == namespace, memories.c.pinned == false())
-    if from_bottom:
-        excess = conn.execute(select(func.count()).select_from(memories).where(*unpinned)).scalar_one() - capacity
+    if unpinned_count is not None:
+        excess = unpinned_count - capacity
         if excess <= 0:
             return
         doomed = select(memories.c.id).where(*unpinned).order_by(*RANK_ORDER_FROM_BOTTOM).limit(excess)
@@ -306,17 +311,26 @@ def _lock_jobs(conn: Connection, namespace: str | None) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:namespace, 0))"), {"namespace": namespace})
 
 
-def _namespaces(conn: Connection, namespace: str | None) -> list[str]:
+@dataclass
+class LiveCount:
+    unpinned: int = 0
+    pinned: int = 0
+
+
+def _live_counts(conn: Connection, namespace: str | None) -> dict[str, LiveCount]:
+    """Live memories per namespace, unpinned and pinned: one pass over ix_memories_rank, whose
+    leading (namespace, pinned) columns are the groups."""
+    counts: dict[str, LiveCount] = {}
+    query = select(memories.c.namespace, memories.c.pinned, func.count()).group_by(memories.c.namespace, memories.c.pinned)
     if namespace is not None:
-        return [namespace]
-    return list(conn.execute(select(memories.c.namespace).distinct().order_by(memories.c.namespace)).scalars())
+        query = query.where(memories.c.namespace == namespace)
+    for each, pinned, count in conn.execute(query):
+        setattr(counts.setdefault(each, LiveCount()), "pinned" if pinned else "unpinned", count)
+    return counts
 
 
-def _start_run(conn: Connection, report: ConsolidationReport) -> int:
-    count = select(func.count()).select_from(memories)
-    if report.namespace is not None:
-        count = count.where(memories.c.namespace == report.namespace)
-    report.live_before = conn.execute(count).scalar_one()
+def _start_run(conn: Connection, report: ConsolidationReport, counts: dict[str, LiveCount]) -> int:
+    report.live_before = sum(count.unpinned + count.pinned for count in counts.values())
     return conn.execute(
         insert(runs).values(
             kind=report.kind, namespace=report.namespace, capacity=report.capacity, params=report.params or None,
@@ -327,7 +341,9 @@ def _start_run(conn: Connection, report: ConsolidationReport) -> int:
     ).scalar_one()  # fmt: skip
 
 
-def _finish_run(conn: Connection, report: ConsolidationReport, run_id: int, *, list_kept: bool = True) -> ConsolidationReport:
+def _finish_run(
+    conn: Connection, report: ConsolidationReport, run_id: int, counts: dict[str, LiveCount], *, list_kept: bool = True
+) -> ConsolidationReport:
     scope = [] if report.namespace is None else [memories.c.namespace == report.namespace]
     report.archived = [
         ArchivedEntry(*row)
@@ -344,12 +360,13 @@ def _finish_run(conn: Connection, report: ConsolidationReport, run_id: int, *, l
         report.kept_ids = [row.id for row in kept_rows]
         report.kept_count = len(kept_rows)
         report.pinned_kept = sum(1 for row in kept_rows if row.pinned)
+    elif conn.dialect.name == "sqlite":
+        # No one else writes while the job holds SQLite's write lock, and jobs never archive a
+        # pinned memory: kept = before - archived, and every pinned memory is still there.
+        report.kept_count = report.live_before - len(report.archived)
+        report.pinned_kept = sum(count.pinned for count in counts.values())
     else:
-        if conn.dialect.name == "sqlite":
-            # No one else writes while the job holds SQLite's write lock: kept = before - archived.
-            report.kept_count = report.live_before - len(report.archived)
-        else:
-            report.kept_count = conn.execute(select(func.count()).select_from(memories).where(*scope)).scalar_one()
+        report.kept_count = conn.execute(select(func.count()).select_from(memories).where(*scope)).scalar_one()
         report.pinned_kept = conn.execute(
             select(func.count()).select_from(memories).where(*scope, memories.c.pinned == true())
         ).scalar_one()
@@ -384,13 +401,17 @@ def consolidate_in_transaction(
     """
     _lock_jobs(conn, namespace)
     report = ConsolidationReport("consolidate", None, namespace, capacity, dry_run, started_at=now)
-    marks = {each: None if full or conn.dialect.name != "sqlite" else _high_water_mark(conn, each) for each in _namespaces(conn, namespace)}
-    run_id = _start_run(conn, report)
+    counts = _live_counts(conn, namespace)
+    incremental = not full and conn.dialect.name == "sqlite"
+    marks = {each: _high_water_mark(conn, each) if incremental else None for each in sorted(counts)}
+    run_id = _start_run(conn, report, counts)
     report.incremental = any(mark is not None for mark in marks.values())
     for each, since in marks.items():
-        _stage1_deduplicate(conn, each, run_id, now, since)
-        _stage2_evict(conn, each, capacity, run_id, now, from_bottom=since is not None)
-    return _finish_run(conn, report, run_id, list_kept=list_kept)
+        archived = _stage1_deduplicate(conn, each, run_id, now, since)
+        # Stage 1 archives unpinned rows only, and nothing else writes meanwhile (SQLite's lock).
+        unpinned_left = None if since is None else counts[each].unpinned - archived
+        _stage2_evict(conn, each, capacity, run_id, now, unpinned_count=unpinned_left)
+    return _finish_run(conn, report, run_id, counts, list_kept=list_kept)
 
 
 def prune_in_transaction(
@@ -407,11 +428,12 @@ def prune_in_transaction(
     params = {"stale_threshold": stale_threshold, "min_age_days": min_age_days, "as_of": as_of}
     _lock_jobs(conn, namespace)
     report = ConsolidationReport("prune", None, namespace, None, dry_run, params=params, started_at=now)
-    run_id = _start_run(conn, report)
-    for each in _namespaces(conn, namespace):
+    counts = _live_counts(conn, namespace)
+    run_id = _start_run(conn, report, counts)
+    for each in sorted(counts):
         _stage1_deduplicate(conn, each, run_id, now)
         _archive_stale(conn, each, run_id, now, as_of, stale_threshold, min_age_days)
-    return _finish_run(conn, report, run_id)
+    return _finish_run(conn, report, run_id, counts)
 
 
 @dataclass

@@ -90,3 +90,44 @@ def test_upgrading_a_store_with_memories_indexes_the_existing_rows(db_path):
     engine.dispose()
     with MemoryStore(db_path) as store:
         assert ids(store.recall("recall existed", touch=False)) == ["old"]
+
+
+def test_shortlist_answers_exactly_what_the_one_statement_ranking_answers(tmp_path):
+    """SQLite recall first scores the full-text index alone (a shortlist), then reads rows; it must
+    give the same rows as RECALL_SQL, including across ties at the shortlist's edge, namespaces
+    that hold few of the matches, and k larger than the shortlist."""
+    import random
+
+    from sqlalchemy import text
+
+    from memstore.db import read_transaction
+    from memstore.models import Memory
+    from memstore.search import RECALL_SQL, _recall_from_shortlist, query_expression, recall_rows
+
+    rng = random.Random(5)
+    words = [f"w{n}" for n in range(12)]
+    records = []
+    for n in range(900):
+        # Few distinct texts, so whole groups tie on score; ids in random order of writing.
+        pool = words[: rng.choice((3, 6, 12))]
+        text_ = " ".join(rng.sample(pool, rng.randint(1, len(pool) if len(pool) < 4 else 4)))
+        records.append({"id": f"{rng.randrange(10**6):06d}-{n}", "text": text_, "namespace": rng.choice(("a", "a", "a", "b", "rare"))})
+    store = MemoryStore(tmp_path / "ties.db")
+    store.add_many(records)
+    queries = [" ".join(rng.sample(words, rng.randint(1, 3))) for _ in range(60)] + ["w11", "w0 w11", "nomatch"]
+    shortcuts = 0
+    with read_transaction(store.engine) as conn:
+        for query in queries:
+            for namespace in ("a", "b", "rare", "none"):
+                for k in (1, 3, 5, 40, 400):
+                    expected = [
+                        dict(row)
+                        for row in conn.execute(
+                            text(RECALL_SQL["sqlite"]).columns(*Memory.__table__.c),
+                            {"expression": query_expression(query, "sqlite"), "namespace": namespace, "k": k},
+                        ).mappings()
+                    ]
+                    assert recall_rows(conn, query, k, namespace) == expected, (query, namespace, k)
+                    shortcuts += _recall_from_shortlist(conn, query_expression(query, "sqlite"), k, namespace) is not None
+    assert shortcuts > 100  # the shortlist answered many of them, not only the fallback
+    store.close()
