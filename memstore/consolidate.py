@@ -238,9 +238,12 @@ def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int,
     group = (memories.c.namespace, memories.c.norm_key)
     archived = 0
     for scope in scopes:
+        # The window reads only columns ix_memories_stage1 holds, so it never touches the table;
+        # whole rows are read for the losers alone.
         ranked = (
             select(
-                *memories.c,
+                memories.c.id,
+                memories.c.pinned,
                 func.row_number().over(partition_by=group, order_by=STAGE1_ORDER).label("group_rank"),
                 func.first_value(memories.c.id).over(partition_by=group, order_by=STAGE1_ORDER).label("winner"),
             )
@@ -248,8 +251,9 @@ def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int,
             .subquery("ranked")
         )
         # Pinned memories are never archived, even when a pinned twin outranks them.
-        losers = select(ranked).where(ranked.c.group_rank > 1, ranked.c.pinned == false()).subquery("losers")
-        archived += _copy_to_archive(conn, losers, "duplicate", losers.c.winner, run_id, now)
+        losers = select(ranked.c.id, ranked.c.winner).where(ranked.c.group_rank > 1, ranked.c.pinned == false()).subquery("losers")
+        doomed = select(*memories.c, losers.c.winner).join_from(losers, memories, memories.c.id == losers.c.id).subquery("doomed")
+        archived += _copy_to_archive(conn, doomed, "duplicate", doomed.c.winner, run_id, now)
     _merge_recall_history(conn, namespace, run_id)
     _remove_archived(conn, namespace, run_id, "duplicate")
     return archived
