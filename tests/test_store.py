@@ -225,3 +225,22 @@ def test_a_forked_child_does_not_reuse_the_parents_connections(sqlite_store, db_
     sqlite_store.add("parent again", id="parent-2")
     assert sorted(ids(sqlite_store.list())) == ["child", "parent", "parent-2"]
     assert sqlite3.connect(db_path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_batches_past_one_lookup_chunk_find_taken_ids_in_every_chunk(store):
+    # The write path probes ids 500 at a time; a retry or a conflict deep in a batch must be seen.
+    first = [{"id": f"r{n:04d}", "text": f"memory {n}", "timestamp": n} for n in range(1200)]
+    assert store.add_many(first).added == 1200
+    store.consolidate(1000)  # archives the 200 oldest: taken ids now live in both tables
+    again = store.add_many(first)
+    assert (again.added, again.unchanged) == (0, 1200)
+    changed = [dict(record) for record in first]
+    changed[1100]["text"] = "something else"
+    with pytest.raises(IdConflictError, match="'r1100' already holds a different memory"):
+        store.add_many([*changed[1000:], {"id": "fresh", "text": "new"}])
+    changed = [dict(record) for record in first]
+    changed[10]["text"] = "something else"
+    with pytest.raises(IdConflictError, match=r"'r0010' already holds a different memory \(archived\)"):
+        store.add_many(changed[::-1])
+    assert store.count() == 1000 and store.add_many([{"id": "fresh", "text": "new"}]).added == 1
+    assert max(row["seq"] for row in store.list()) == 1201
