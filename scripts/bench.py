@@ -28,6 +28,10 @@ Scenarios (memstore side / baseline side):
   full <= 0.10 at 1,000,000, and incremental(1,000,000) / incremental(100,000) <= 1.5. For
   reference, the floor under any run with the same outcome: a run row plus one bare archive copy
   and one delete per row the incremental run archived, in one transaction (same triggers, indexes).
+* ``live_store``: the same 1,000 writes and runs on a live store of about the generated size (the
+  issue's "live store grows tenfold from 100,000 to 1,000,000"): a first full run at capacity = size
+  archives only duplicates, then capacity = the unpinned memories left, so the store is exactly
+  full and the writes push past it. With capacity size // 10 above, the live store is only ~size/10.
 * ``recall``: p50 of ``recall(query, k=5, touch=False)`` over ``--queries`` queries (default 200) of
   2-3 words, on the imported (unconsolidated) store / the same FTS5 SQL through sqlite3. Two query
   mixes: ``uniform`` (words uniformly from the vocabulary) and ``zipf`` (words with the texts' own
@@ -399,48 +403,54 @@ def bench_consolidation(work: Path, base: Path, records: list[dict], capacity: i
     copy_store(base, prof_path)
     out["memstore_full_statement_profile"] = statement_profile(prof_path, capacity, full=True)
 
-    # State after a full run + 1,000 new writes.
-    writes = new_writes(records, ms_live, args.seed)
-    store = MemoryStore(ms_path)
+    out.update(incremental_after_writes(work, ms_path, records, capacity, args, "cap10"))
+    for p in (ms_path, prof_path):
+        remove_store(p)
+    return out
+
+
+def incremental_after_writes(work: Path, state: Path, records: list[dict], capacity: int, args, tag: str) -> dict:
+    """1,000 new writes onto `state` (a store consolidated at `capacity`), then the incremental run
+    vs a full run of the same state, and the floor (moving the same rows bare)."""
+    out: dict = {}
+    writes = new_writes(records, live_ids_of(state), args.seed)
+    store = MemoryStore(state)
     try:
         added = store.add_many(writes)
         assert added.added == len(writes)
     finally:
         store.close()
-    checkpoint(ms_path)
-    inc_path, full2_path = work / "inc.db", work / "full2.db"
+    checkpoint(state)
+    inc_path, full2_path, prof_path = work / f"{tag}_inc.db", work / f"{tag}_full2.db", work / f"{tag}_prof.db"
     inc_reports = []
 
     def inc_once() -> float:
-        copy_store(ms_path, inc_path)
+        copy_store(state, inc_path)
         seconds, report = run_memstore_consolidate(inc_path, capacity, full=False)
         assert report.incremental, "expected an incremental run"
         inc_reports.append(report)
         return seconds
 
-    full2_reports = []
-
     def full2_once() -> float:
-        copy_store(ms_path, full2_path)
-        seconds, report = run_memstore_consolidate(full2_path, capacity, full=True)
-        full2_reports.append(report)
+        copy_store(state, full2_path)
+        seconds, _ = run_memstore_consolidate(full2_path, capacity, full=True)
         return seconds
 
-    out["memstore_incremental"] = repeat(inc_once, args.repeats, args.slow, "consolidate incremental")
-    out["memstore_full_after_writes"] = repeat(full2_once, args.repeats, args.slow, "consolidate full after writes")
+    out["memstore_incremental"] = repeat(inc_once, args.repeats, args.slow, f"{tag}: consolidate incremental")
+    out["memstore_full_after_writes"] = repeat(full2_once, args.repeats, args.slow, f"{tag}: consolidate full after writes")
     out["incremental_same_result_as_full"] = live_ids_of(inc_path) == live_ids_of(full2_path)
     ir = inc_reports[-1]
-    out["incremental_counts"] = {"live_before": ir.live_before, "kept": ir.kept_count, "duplicates": ir.duplicates,
-                                 "evicted": ir.evicted}  # fmt: skip
-    copy_store(ms_path, prof_path)
+    out["incremental_counts"] = {"capacity": capacity, "live_before": ir.live_before, "kept": ir.kept_count,
+                                 "duplicates": ir.duplicates, "evicted": ir.evicted}  # fmt: skip
+    copy_store(state, prof_path)
     out["memstore_incremental_statement_profile"] = statement_profile(prof_path, capacity, full=False)
 
     # The floor: only moving the rows the incremental run archived, bare, on the same state.
     moved = [{"id": e.id, "reason": e.reason, "superseded_by": e.superseded_by, "now": NOW_MS} for e in ir.archived]
-    floor_path = work / "floor.db"
+    floor_path = work / f"{tag}_floor.db"
 
     def floor_once() -> float:
-        copy_store(ms_path, floor_path)
+        copy_store(state, floor_path)
         conn = raw_connect(floor_path)
         conn.execute("PRAGMA wal_autocheckpoint = 0")  # as the job: its checkpoint runs after, off the clock
         start = time.perf_counter()
@@ -453,10 +463,25 @@ def bench_consolidation(work: Path, base: Path, records: list[dict], capacity: i
         conn.close()
         return seconds
 
-    out["raw_move_archived_rows"] = repeat(floor_once, args.repeats, args.slow, "move the archived rows, bare")
+    out["raw_move_archived_rows"] = repeat(floor_once, args.repeats, args.slow, f"{tag}: move the archived rows, bare")
     out["floor_same_result_as_incremental"] = live_ids_of(floor_path) == live_ids_of(inc_path)
-    for p in (ms_path, inc_path, full2_path, prof_path, floor_path):
+    for p in (inc_path, full2_path, prof_path, floor_path):
         remove_store(p)
+    return out
+
+
+def bench_live_at_capacity(work: Path, base: Path, records: list[dict], args) -> dict:
+    """The incremental scenario on a live store of about the generated size: a first full run with
+    capacity = size (Stage 1 only), then capacity = the unpinned memories left, so the store is
+    exactly full and the 1,000 writes push past it."""
+    path = work / "live.db"
+    copy_store(base, path)
+    run_memstore_consolidate(path, len(records), full=True)
+    conn = sqlite3.connect(path)
+    capacity = conn.execute("SELECT count(*) FROM memories WHERE pinned = 0").fetchone()[0]
+    conn.close()
+    out = incremental_after_writes(work, path, records, capacity, args, "full_store")
+    remove_store(path)
     return out
 
 
@@ -574,6 +599,8 @@ def run_size(n: int, args, work: Path) -> dict:
     result["recall"] = bench_recall(work, base, args)
     log("consolidation ...")
     result["consolidation"] = bench_consolidation(work, base, records, capacity, args)
+    log("consolidation, live store at capacity ...")
+    result["live_store"] = bench_live_at_capacity(work, base, records, args)
     if n <= args.near_dup_max:
         log("near-duplicate join ...")
         result["near_dup"] = bench_near_dup(records, args)
@@ -617,6 +644,23 @@ def table_rows(results: list[dict]) -> list[dict]:
             rows.append(dict(scenario=f"incr growth {n // 10:,} -> {n:,}", size=n, memstore=inc, baseline=inc_small,
                              ratio=inc / inc_small, ratio_def="incr(N)/incr(N/10)", target="<= 1.5 (100k->1M)",
                              met=(inc / inc_small <= 1.5) if n == 1_000_000 else None))
+        live = r.get("live_store")
+        if live:
+            inc, full2 = med(live["memstore_incremental"]), med(live["memstore_full_after_writes"])
+            counts = live["incremental_counts"]
+            rows.append(dict(scenario=f"live {counts['live_before'] // 1000:,}k at cap: incr vs full", size=n, memstore=inc,
+                             baseline=full2, ratio=inc / full2, ratio_def="incr/full", target="<= 0.10 (at 1M)",
+                             met=(inc / full2 <= 0.10) if n == 1_000_000 else None))
+            floor = med(live["raw_move_archived_rows"])
+            rows.append(dict(scenario="  floor: move those rows bare vs full", size=n, memstore=floor, baseline=full2,
+                             ratio=floor / full2, ratio_def="floor/full", target="(for reference)", met=None))
+            smaller_live = (by_size.get(n // 10) or {}).get("live_store")
+            if smaller_live:
+                inc_small = med(smaller_live["memstore_incremental"])
+                small_live = smaller_live["incremental_counts"]["live_before"]
+                rows.append(dict(scenario=f"live growth {small_live // 1000:,}k -> {counts['live_before'] // 1000:,}k", size=n,
+                                 memstore=inc, baseline=inc_small, ratio=inc / inc_small, ratio_def="incr(N)/incr(N/10)",
+                                 target="<= 1.5 (100k->1M)", met=(inc / inc_small <= 1.5) if n == 1_000_000 else None))
         for mix in ("uniform", "zipf"):
             rc = r["recall"][mix]
             rows.append(dict(scenario=f"recall p50 ({mix} words)", size=n, memstore=rc["memstore_p50"],
@@ -703,11 +747,13 @@ def main(argv: list[str] | None = None) -> int:
     print_table(table_rows(results))
     ok = True
     for r in results:
-        c = r["consolidation"]
-        for check in ("full_same_result_as_raw", "incremental_same_result_as_full", "floor_same_result_as_incremental"):
-            if not c[check]:
-                ok = False
-                print(f"CHECK FAILED at {r['size']:,}: {check}", file=sys.stderr)
+        for part, checks in (("consolidation", ("full_same_result_as_raw", "incremental_same_result_as_full",
+                                                 "floor_same_result_as_incremental")),
+                             ("live_store", ("incremental_same_result_as_full", "floor_same_result_as_incremental"))):
+            for check in checks:
+                if part in r and not r[part][check]:
+                    ok = False
+                    print(f"CHECK FAILED at {r['size']:,}: {part} {check}", file=sys.stderr)
         if r.get("near_dup") and not r["near_dup"]["sample_identical"]:
             ok = False
             print(f"CHECK FAILED at {r['size']:,}: near-dup join differs from exhaustive", file=sys.stderr)
