@@ -329,7 +329,12 @@ def _live_counts(conn: Connection, namespace: str | None) -> dict[str, LiveCount
     if namespace is not None:
         query = query.where(memories.c.namespace == namespace)
     for each, pinned, count in conn.execute(query):
-        setattr(counts.setdefault(each, LiveCount()), "pinned" if pinned else "unpinned", count)
+        live = counts.setdefault(each, LiveCount())
+        # Added, not set: a shell edit can store a pinned value other than 0 and 1 (a second group).
+        if pinned:
+            live.pinned += count
+        else:
+            live.unpinned += count
     return counts
 
 

@@ -82,3 +82,23 @@ def test_a_second_run_is_incremental_and_reads_only_new_keys(tmp_path):
         assert second.incremental
         assert [(a.id, a.reason, a.superseded_by) for a in second.archived] == [("m43", "duplicate", "new"), ("other", "evicted", None)]
         assert store.consolidate(10, full=True).archived == []
+
+
+def test_counts_survive_a_pinned_value_written_from_the_shell(tmp_path):
+    # The schema has no CHECK on `pinned`; a shell user can store 2. The job counts each distinct
+    # value as its own group and must still add them up, in the report and in Stage 2's excess.
+    import sqlite3
+
+    path = tmp_path / "pins.db"
+    with MemoryStore(path) as store:
+        store.add_many([{"id": f"m{n}", "text": f"fact {n}", "timestamp": n, "pinned": n < 3} for n in range(10)])
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE memories SET pinned = 2 WHERE id = 'm0'")
+    with MemoryStore(path) as store:
+        first = store.consolidate(5, full=True, list_kept=False)
+        assert (first.live_before, first.kept_count, first.pinned_kept, first.evicted) == (10, 8, 3, 2)
+        store.add_many([{"id": f"n{n}", "text": f"new {n}", "timestamp": 100 + n} for n in range(3)])
+        second = store.consolidate(5, list_kept=False)
+        assert second.incremental
+        assert (second.live_before, second.kept_count, second.pinned_kept, second.evicted) == (11, 8, 3, 3)
+        assert sorted(store.consolidate(5, dry_run=True).kept_ids) == sorted(r["id"] for r in store.list())
