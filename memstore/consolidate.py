@@ -323,18 +323,21 @@ class LiveCount:
 
 def _live_counts(conn: Connection, namespace: str | None) -> dict[str, LiveCount]:
     """Live memories per namespace, unpinned and pinned: one pass over ix_memories_rank, whose
-    leading (namespace, pinned) columns are the groups."""
+    leading (namespace, pinned) columns are the groups. "Unpinned" is decided in SQL by the very
+    predicate the stages use (`pinned = 0`), so a value a shell edit stored (2, '') is classed the
+    same way here as there; each stored value is its own group, hence the sums."""
     counts: dict[str, LiveCount] = {}
-    query = select(memories.c.namespace, memories.c.pinned, func.count()).group_by(memories.c.namespace, memories.c.pinned)
+    unpinned = (memories.c.pinned == false()).label("unpinned")
+    query = select(memories.c.namespace, unpinned, func.count()).group_by(memories.c.namespace, memories.c.pinned)
     if namespace is not None:
         query = query.where(memories.c.namespace == namespace)
-    for each, pinned, count in conn.execute(query):
+        counts[namespace] = LiveCount()  # a named namespace takes part in the run even when empty
+    for each, is_unpinned, count in conn.execute(query):
         live = counts.setdefault(each, LiveCount())
-        # Added, not set: a shell edit can store a pinned value other than 0 and 1 (a second group).
-        if pinned:
-            live.pinned += count
-        else:
+        if is_unpinned:
             live.unpinned += count
+        else:
+            live.pinned += count
     return counts
 
 

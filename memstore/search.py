@@ -59,6 +59,13 @@ def query_expression(query: str, dialect: str) -> str | None:
     return " | ".join("'" + word + "'" for word in words)
 
 
+# The shortlist holds max(40, 8k) scores, and its rowids go into one IN list: only for k up to 100,
+# far below SQLite's limit on bound parameters; larger k goes straight to the one-statement ranking.
+SHORTLIST_PER_RESULT = 8
+SHORTLIST_MAX_K = 100
+# LIMIT takes a signed 64-bit integer on both backends; any k beyond it means "every match".
+MAX_LIMIT = 2**63 - 1
+
 # SQLite's shortcut to the same answer: the best-scoring matches from the full-text index alone,
 # then only their rows. Joining every match to `memories` first (for its namespace and id) costs
 # more than scoring it, so the shortcut answers most queries for about half the cost.
@@ -82,7 +89,7 @@ def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace:
     least k memories of `namespace` score strictly better than that, their top k by (score, id) is
     exactly RECALL_SQL's answer; if the shortlist is not full, it holds every match.
     """
-    depth = max(8 * k, 40)
+    depth = max(SHORTLIST_PER_RESULT * k, 40)
     shortlist = conn.execute(text(SHORTLIST_SQL), {"expression": expression, "depth": depth}).all()
     if not shortlist:
         return []
@@ -106,7 +113,8 @@ def recall_rows(conn: Connection, query: str, k: int, namespace: str) -> list[di
     expression = query_expression(query, dialect)
     if expression is None or k <= 0:
         return []
-    if dialect == "sqlite":
+    k = min(k, MAX_LIMIT)
+    if dialect == "sqlite" and k <= SHORTLIST_MAX_K:
         found = _recall_from_shortlist(conn, expression, k, namespace)
         if found is not None:
             return found

@@ -102,3 +102,32 @@ def test_counts_survive_a_pinned_value_written_from_the_shell(tmp_path):
         assert second.incremental
         assert (second.live_before, second.kept_count, second.pinned_kept, second.evicted) == (11, 8, 3, 3)
         assert sorted(store.consolidate(5, dry_run=True).kept_ids) == sorted(r["id"] for r in store.list())
+
+
+@pytest.mark.parametrize("stored", ["2", "''", "x'00'"])
+def test_a_shell_pinned_value_is_classed_as_the_stages_class_it(tmp_path, stored):
+    # The stages keep `pinned = 0` rows unpinned and every other value pinned; the run's counts
+    # (and so Stage 2's excess when incremental) must class odd values the same way.
+    import sqlite3
+
+    for full in (True, False):
+        path = tmp_path / f"odd-{full}.db"
+        with MemoryStore(path) as store:
+            store.add_many([{"id": f"m{n}", "text": f"fact {n}", "timestamp": n} for n in range(6)])
+            store.consolidate(6, full=True)
+        with sqlite3.connect(path) as conn:
+            conn.execute(f"UPDATE memories SET pinned = {stored} WHERE id = 'm1'")
+        with MemoryStore(path) as store:
+            store.add_many([{"id": "new", "text": "new fact", "timestamp": 100}])
+            report = store.consolidate(5, full=full, list_kept=False)
+            assert report.incremental is not full
+            assert [entry.id for entry in report.archived] == ["m0"]  # the oldest; m1 counts as pinned
+            assert (report.live_before, report.kept_count, report.pinned_kept) == (7, 6, 1)
+
+
+def test_an_empty_named_namespace_still_runs_incrementally(tmp_path):
+    with MemoryStore(tmp_path / "empty-ns.db") as store:
+        store.add("a fact", id="a", namespace="work")
+        store.consolidate(5, namespace=None)
+        later = store.consolidate(5, namespace="nothing-here")
+        assert later.incremental and later.live_before == 0 and later.archived == []

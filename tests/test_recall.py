@@ -131,3 +131,11 @@ def test_shortlist_answers_exactly_what_the_one_statement_ranking_answers(tmp_pa
                     shortcuts += _recall_from_shortlist(conn, query_expression(query, "sqlite"), k, namespace) is not None
     assert shortcuts > 100  # the shortlist answered many of them, not only the fallback
     store.close()
+
+
+def test_any_k_is_accepted_and_beyond_the_matches_means_every_match(store):
+    store.add_many([{"id": f"m{n}", "text": f"shared word {n}"} for n in range(7)])
+    everything = ids(store.recall("shared", k=1000, touch=False))
+    assert len(everything) == 7
+    for k in (101, 2**61, 2**63, 2**70):  # past the shortlist, past a 64-bit LIMIT
+        assert ids(store.recall("shared", k=k, touch=False)) == everything
