@@ -62,6 +62,7 @@ def query_expression(query: str, dialect: str) -> str | None:
 # The shortlist holds max(40, 8k) scores, and its rowids go into one IN list: only for k up to 100,
 # far below SQLite's limit on bound parameters; larger k goes straight to the one-statement ranking.
 SHORTLIST_PER_RESULT = 8
+SHORTLIST_MIN = 40
 SHORTLIST_MAX_K = 100
 # LIMIT takes a signed 64-bit integer on both backends; any k beyond it means "every match".
 MAX_LIMIT = 2**63 - 1
@@ -89,7 +90,7 @@ def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace:
     least k memories of `namespace` score strictly better than that, their top k by (score, id) is
     exactly RECALL_SQL's answer; if the shortlist is not full, it holds every match.
     """
-    depth = max(SHORTLIST_PER_RESULT * k, 40)
+    depth = max(SHORTLIST_PER_RESULT * k, SHORTLIST_MIN)
     shortlist = conn.execute(text(SHORTLIST_SQL), {"expression": expression, "depth": depth}).all()
     if not shortlist:
         return []
