@@ -2,7 +2,8 @@
 
 Finds what hand edits, crashes or an old tool can leave behind: a failed integrity check, rows whose
 stored `norm_key` is not `normalize_key(text)` (say, text edited in the sqlite3 shell), ids live and
-archived at once, a schema not at head, index drift, a full-text index out of step, WAL switched off.
+archived at once, a schema not at head, index drift, a full-text index or live counts out of step,
+WAL switched off.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, bindparam, select, update
 
+from .consolidate import live_counts_by_namespace, recount_live
 from .db import read_transaction, write_transaction
 from .migrate import current_revision, head_revision, index_drift
-from .models import FTS_TABLE, ArchivedMemory, Memory
+from .models import FTS_TABLE, LIVE_COUNTS_TABLE, LIVE_COUNTS_TRIGGERS, ArchivedMemory, Memory
 from .normalize import normalize_key
 
 FTS_TRIGGERS = tuple(f"{FTS_TABLE}_after_{event}" for event in ("insert", "delete", "update"))
@@ -54,7 +56,7 @@ def _stale_keys(conn: Connection) -> list[tuple[str, str, str]]:
 
 
 def _sqlite_checks(conn: Connection, report: CheckReport) -> None:
-    report.checks_run += ["integrity_check", "journal_mode", "fts"]
+    report.checks_run += ["integrity_check", "journal_mode", "fts", "live_counts"]
     problems = [row[0] for row in conn.exec_driver_sql("PRAGMA integrity_check").fetchall()]
     if problems != ["ok"]:
         report.findings += [Finding("integrity_check", problem) for problem in problems]
@@ -64,6 +66,17 @@ def _sqlite_checks(conn: Connection, report: CheckReport) -> None:
     triggers = set(conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'").scalars())
     for missing in sorted(set(FTS_TRIGGERS) - triggers):
         report.findings.append(Finding("fts", f"trigger {missing} is missing: the recall index no longer follows writes"))
+    for missing in sorted(set(LIVE_COUNTS_TRIGGERS) - triggers):
+        report.findings.append(Finding("live_counts", f"trigger {missing} is missing: {LIVE_COUNTS_TABLE} no longer follows writes"))
+    kept = {row[0]: tuple(row[1:]) for row in conn.exec_driver_sql(f"SELECT namespace, unpinned, pinned FROM {LIVE_COUNTS_TABLE}")}
+    actual = live_counts_by_namespace(conn)
+    for namespace in sorted(set(kept) | set(actual)):
+        stored, real = kept.get(namespace, (0, 0)), actual.get(namespace, (0, 0))
+        if stored != real:
+            report.findings.append(
+                Finding("live_counts", f"namespace {namespace!r}: {LIVE_COUNTS_TABLE} says {stored[0]} unpinned and "
+                        f"{stored[1]} pinned, the rows say {real[0]} and {real[1]}")
+            )  # fmt: skip
     try:
         # rank = 1 also compares the index with the rows of `memories` it indexes.
         conn.exec_driver_sql(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
@@ -91,7 +104,8 @@ def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
     key_findings = [Finding("norm_key", f"{table} {row_id!r}: norm_key should be {key!r}") for table, row_id, key in wrong_keys]
     report.findings += key_findings
     fts_findings = [f for f in report.findings if f.check == "fts" and "trigger" not in f.detail]
-    if fix and (key_findings or fts_findings):
+    count_findings = [f for f in report.findings if f.check == "live_counts" and "trigger" not in f.detail]
+    if fix and (key_findings or fts_findings or count_findings):
         with write_transaction(engine) as conn:
             for model in (Memory, ArchivedMemory):
                 table = model.__table__
@@ -100,6 +114,8 @@ def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
                     conn.execute(update(table).where(table.c.id == bindparam("b_id")).values(norm_key=bindparam("b_key")), rows)
             if fts_findings:
                 conn.exec_driver_sql(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
-        for finding in key_findings + fts_findings:
+            if count_findings:
+                recount_live(conn)
+        for finding in key_findings + fts_findings + count_findings:
             finding.fixed = True
     return report

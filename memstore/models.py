@@ -141,13 +141,16 @@ class MemoryMerge(Base):
     last_recalled_at_after: Mapped[Optional[int]] = mapped_column(BigInteger)
 
 
-# Objects that live in the database but not in the models (SQLite's full-text index and its shadow
-# tables); Alembic's comparison must leave them alone.
+# Objects that live in the database but not in the models, SQLite only: the full-text index (and
+# its shadow tables) and the live counts per namespace, both kept in step with `memories` by
+# triggers. Alembic's comparison must leave them alone.
 FTS_TABLE = "memories_fts"
+LIVE_COUNTS_TABLE = "memory_live_counts"
+LIVE_COUNTS_TRIGGERS = tuple(f"{LIVE_COUNTS_TABLE}_after_{event}" for event in ("insert", "delete", "update"))
 
 
 def managed_outside_models(name: str | None) -> bool:
-    return bool(name) and name.startswith(FTS_TABLE)
+    return bool(name) and name.startswith((FTS_TABLE, LIVE_COUNTS_TABLE))
 
 
 _memories = Memory.__table__

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,7 +29,17 @@ step = st.one_of(
     st.tuples(st.just("write"), st.lists(write, min_size=1, max_size=6)),
     st.tuples(st.just("consolidate"), st.integers(0, 6), st.sampled_from([NAMESPACES[0], NAMESPACES[1], None])),
     st.tuples(st.just("restore"), st.integers(0, 5)),
+    # Shell edits that keep every group as clean as the last run left it (the high-water mark's
+    # premise) but that the trigger-kept live counts must survive: INSERT OR REPLACE deletes without
+    # firing DELETE triggers.
+    st.tuples(st.just("shell"), st.integers(0, 20), st.sampled_from(["replace", "delete", "pin"])),
 )
+
+SHELL_EDITS = {
+    "replace": "INSERT OR REPLACE INTO memories SELECT * FROM memories WHERE id = ?",
+    "delete": "DELETE FROM memories WHERE id = ?",
+    "pin": "UPDATE memories SET pinned = 2 WHERE id = ?",
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +47,28 @@ def twin_stores(tmp_path_factory):
     folder = tmp_path_factory.mktemp("incremental")
     with MemoryStore(folder / "incremental.db") as incremental, MemoryStore(folder / "full.db") as full:
         yield incremental, full
+
+
+def _shell_edit(store, kind, pick):
+    path = store.engine.url.database
+    with sqlite3.connect(path) as shell:
+        ids = [row[0] for row in shell.execute("SELECT id FROM memories ORDER BY id")]
+        if ids:
+            shell.execute(SHELL_EDITS[kind], (ids[pick % len(ids)],))
+    shell.close()
+
+
+def _live_counts_table_matches_rows(store):
+    with sqlite3.connect(store.engine.url.database) as shell:
+        kept = shell.execute(
+            "SELECT namespace, unpinned, pinned FROM memory_live_counts WHERE unpinned + pinned > 0 ORDER BY namespace"
+        ).fetchall()
+        rows = shell.execute(
+            "SELECT namespace, sum(coalesce(pinned = 0, 0)), sum(coalesce(pinned = 0, 0) = 0) FROM memories"
+            " GROUP BY namespace ORDER BY namespace"
+        ).fetchall()
+    shell.close()
+    return kept == rows
 
 
 def _state(store):
@@ -63,6 +97,10 @@ def test_incremental_and_full_runs_leave_identical_stores(twin_stores, steps):
             slow = full.consolidate(capacity, namespace, full=True)
             assert fast.archived == slow.archived
             assert (fast.kept_count, fast.pinned_kept) == (len(slow.kept_ids), slow.pinned_kept)
+            assert _live_counts_table_matches_rows(incremental)  # a drift was found and recounted
+        elif action == "shell":
+            for store in twin_stores:
+                _shell_edit(store, args[1], args[0])
         else:
             applied = [r["id"] for r in full.runs() if r["status"] == "applied"]
             if applied:
@@ -87,8 +125,6 @@ def test_a_second_run_is_incremental_and_reads_only_new_keys(tmp_path):
 def test_counts_survive_a_pinned_value_written_from_the_shell(tmp_path):
     # The schema has no CHECK on `pinned`; a shell user can store 2. The job counts each distinct
     # value as its own group and must still add them up, in the report and in Stage 2's excess.
-    import sqlite3
-
     path = tmp_path / "pins.db"
     with MemoryStore(path) as store:
         store.add_many([{"id": f"m{n}", "text": f"fact {n}", "timestamp": n, "pinned": n < 3} for n in range(10)])
@@ -108,8 +144,6 @@ def test_counts_survive_a_pinned_value_written_from_the_shell(tmp_path):
 def test_a_shell_pinned_value_is_classed_as_the_stages_class_it(tmp_path, stored):
     # The stages keep `pinned = 0` rows unpinned and every other value pinned; the run's counts
     # (and so Stage 2's excess when incremental) must class odd values the same way.
-    import sqlite3
-
     for full in (True, False):
         path = tmp_path / f"odd-{full}.db"
         with MemoryStore(path) as store:
@@ -131,3 +165,66 @@ def test_an_empty_named_namespace_still_runs_incrementally(tmp_path):
         store.consolidate(5, namespace=None)
         later = store.consolidate(5, namespace="nothing-here")
         assert later.incremental and later.live_before == 0 and later.archived == []
+
+
+def test_live_counts_follow_every_write_path_and_shell_edit(tmp_path):
+    path = tmp_path / "counts.db"
+    with MemoryStore(path) as store:
+        store.add_many([{"id": f"m{n}", "text": f"fact {n % 4}", "timestamp": n, "pinned": n == 0} for n in range(8)])
+        store.add("elsewhere", id="w1", namespace="work")
+        assert _live_counts_table_matches_rows(store)
+        run = store.consolidate(2)
+        assert _live_counts_table_matches_rows(store)
+        store.restore(run.run_id)
+        assert _live_counts_table_matches_rows(store)
+    with sqlite3.connect(path) as shell:
+        shell.execute("UPDATE memories SET namespace = 'work', pinned = 1 WHERE id = 'm3'")
+        shell.execute("UPDATE memories SET pinned = '' WHERE id = 'm0'")  # '' = 0 is false: pinned
+        shell.execute("DELETE FROM memories WHERE id = 'm4'")
+    shell.close()
+    with MemoryStore(path) as store:
+        assert _live_counts_table_matches_rows(store)
+        assert store.check().ok
+
+
+def test_a_replace_from_the_shell_is_recounted_not_believed(tmp_path):
+    # INSERT OR REPLACE deletes the old row without firing DELETE triggers: the kept counts go one
+    # above the rows. An incremental run must notice and evict by the real count.
+    path = tmp_path / "replace.db"
+    with MemoryStore(path) as store:
+        store.add_many([{"id": f"m{n}", "text": f"fact {n}", "timestamp": n} for n in range(6)])
+        store.consolidate(6)
+    with sqlite3.connect(path) as shell:
+        shell.execute("INSERT OR REPLACE INTO memories SELECT * FROM memories WHERE id = 'm5'")
+        assert shell.execute("SELECT unpinned FROM memory_live_counts").fetchone() == (7,)
+    shell.close()
+    with MemoryStore(path) as store:
+        found = store.check()
+        assert [f.detail for f in found.findings if f.check == "live_counts"] == [
+            "namespace 'default': memory_live_counts says 7 unpinned and 0 pinned, the rows say 6 and 0"
+        ]
+        store.add("new fact", id="new", timestamp=100)
+        report = store.consolidate(6, list_kept=False)
+        assert report.incremental and report.live_before == 7
+        assert [entry.id for entry in report.archived] == ["m0"]
+        assert _live_counts_table_matches_rows(store)
+
+
+def test_without_their_triggers_the_counts_are_not_used(tmp_path):
+    path = tmp_path / "no-trigger.db"
+    with MemoryStore(path) as store:
+        store.add_many([{"id": f"m{n}", "text": f"fact {n}", "timestamp": n} for n in range(6)])
+        store.consolidate(6)
+    with sqlite3.connect(path) as shell:
+        # Without the update trigger a move between namespaces goes uncounted, and the totals
+        # still agree: only the missing trigger gives it away.
+        shell.execute("DROP TRIGGER memory_live_counts_after_update")
+        shell.execute("UPDATE memories SET namespace = 'work' WHERE id = 'm3'")
+    shell.close()
+    with MemoryStore(path) as store:
+        store.add("new fact", id="new", timestamp=100)
+        report = store.consolidate(5, list_kept=False)
+        assert report.incremental and report.live_before == 6
+        assert [entry.id for entry in report.archived] == ["m0"]
+        findings = [f.detail for f in store.check(fix=True).findings if f.check == "live_counts"]
+        assert findings[0] == "trigger memory_live_counts_after_update is missing: memory_live_counts no longer follows writes"

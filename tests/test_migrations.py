@@ -25,13 +25,14 @@ from memstore.cli import cli
 from memstore.db import make_engine, write_transaction
 from memstore.errors import SchemaError
 from memstore.migrate import alembic_config, comparison_options, current_revision, head_revision, index_drift, upgrade
-from memstore.models import Base
+from memstore.models import LIVE_COUNTS_TABLE, Base
 from memstore.store import MemoryStore
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# The models' tables plus SQLite's full-text index over memories.text and its shadow tables.
+# The models' tables plus SQLite's full-text index over memories.text and its shadow tables, and
+# the trigger-kept live counts.
 FTS_TABLES = {"memories_fts", "memories_fts_data", "memories_fts_idx", "memories_fts_docsize", "memories_fts_config"}
-MEMSTORE_TABLES = set(Base.metadata.tables) | FTS_TABLES
+MEMSTORE_TABLES = set(Base.metadata.tables) | FTS_TABLES | {LIVE_COUNTS_TABLE}
 MODEL_INDEXES = {idx.name for table in Base.metadata.tables.values() for idx in table.indexes}
 
 
@@ -323,3 +324,17 @@ def test_cli_refuses_a_store_migrated_by_a_newer_memstore_with_one_line(db_path:
     assert "Traceback" not in result.output
     assert result.stdout == ""
     assert version_in_file(db_path) == ["ffff_future"]
+
+
+def test_upgrading_a_filled_store_counts_its_live_rows(engine: Engine, db_path: Path) -> None:
+    # 0004 adds memory_live_counts: it must start from the rows already there, shell values included.
+    with MemoryStore(db_path) as store:
+        store.add_many([{"id": f"m{n}", "text": f"fact {n}", "namespace": ("a", "b")[n % 2], "pinned": n % 3 == 0} for n in range(9)])
+    migrate(engine, "downgrade", "0003")
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE memories SET pinned = '' WHERE id = 'm1'")
+    migrate(engine, "upgrade", "head")
+    with sqlite3.connect(db_path) as conn:
+        counts = conn.execute("SELECT namespace, unpinned, pinned FROM memory_live_counts ORDER BY namespace").fetchall()
+    # a: m0 m2 m4 m6 m8 (m0, m6 pinned); b: m1 m3 m5 m7 (m3 pinned, m1 holds '', which is not = 0)
+    assert counts == [("a", 3, 2), ("b", 2, 2)]
