@@ -191,20 +191,11 @@ def _undo_merges(conn: Connection, run_id: int) -> None:
 # -- write order --------------------------------------------------------------------------------
 
 
-# The largest seq in each table (rows move between the tables but are never deleted, so the larger
-# of the two is the largest ever written): one index look-up each.
-LIVE_MAX_SEQ = select(func.coalesce(func.max(memories.c.seq), 0)).scalar_subquery()
-ARCHIVED_MAX_SEQ = select(func.coalesce(func.max(archive.c.seq), 0)).scalar_subquery()
-
-
 def max_seq(conn: Connection) -> int:
-    """The largest seq ever written."""
-    return max(conn.execute(select(LIVE_MAX_SEQ, ARCHIVED_MAX_SEQ)).one())
-
-
-def next_seq(conn: Connection) -> int:
-    """The first seq for rows written in this transaction (writers hold the write lock on SQLite)."""
-    return max_seq(conn) + 1
+    """The largest seq in the live set: a run's high-water mark. Every later write gets a larger
+    one (SQLite's AUTOINCREMENT never hands out a seq twice), and archived rows need not count:
+    a restored row is written again, with a new seq."""
+    return conn.execute(select(func.coalesce(func.max(memories.c.seq), 0))).scalar_one()
 
 
 def _high_water_mark(conn: Connection, namespace: str) -> int | None:
@@ -230,10 +221,10 @@ def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int,
     if since is None:
         scopes = [[in_namespace]]
     else:
-        # The new rows come off ix_memories_seq (a range scan of the writes since `since`); the
-        # groups are then read key by key off ix_memories_stage1.
+        # The new rows are a range of the table itself (seq is its rowid); the groups are then
+        # read key by key off ix_memories_stage1.
         # No DISTINCT in SQL: it makes SQLite walk ix_memories_stage1 over the whole table to get
-        # the rows in key order, instead of the short range of ix_memories_seq.
+        # the rows in key order, instead of the short range of new rows.
         written = conn.execute(select(memories.c.namespace, memories.c.norm_key).where(memories.c.seq > since)).all()
         keys = sorted({key for key_namespace, key in written if key_namespace == namespace})
         scopes = [[in_namespace, memories.c.norm_key.in_(keys[i : i + CHUNK])] for i in range(0, len(keys), CHUNK)]
@@ -518,15 +509,12 @@ def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreRe
     restored_ids = list(
         conn.execute(select(archive.c.id).where(archive.c.run_id == run_id).order_by(archive.c.id)).scalars()
     )
-    # Restored rows count as written now (a new seq), so the next incremental run looks at their keys.
-    first_seq = next_seq(conn)
+    # Restored rows count as written now: the database gives them new seqs (in id order), so the
+    # next incremental run looks at their keys.
     copied = [archive.c[name] for name in MEMORY_COLUMNS if name != "seq"]
     conn.execute(
         insert(memories).from_select(
-            [c.name for c in copied] + ["seq"],
-            select(*copied, (first_seq + func.row_number().over(order_by=archive.c.id)).label("seq")).where(
-                archive.c.run_id == run_id
-            ),
+            [c.name for c in copied], select(*copied).where(archive.c.run_id == run_id).order_by(archive.c.id)
         )
     )
     conn.execute(delete(archive).where(archive.c.run_id == run_id))

@@ -61,10 +61,12 @@ class MemoryColumns:
     recall_count: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
     fact_key: Mapped[Optional[str]] = mapped_column(CodePointText)
     meta: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
-    # Write order: each write transaction numbers its rows after every seq already stored (live or
-    # archived; rows are never deleted, so the maximum never goes back). The job reads only rows
-    # past its last high-water mark. 0 for rows written before memstore kept it.
+    # Write order (see Memory.seq); in the archive, the seq the row had while it was live.
     seq: Mapped[int] = mapped_column(BigInteger, server_default=sql_text("0"))
+
+
+# SQLite makes a column the rowid only when its type is spelled exactly INTEGER.
+ROWID_BIGINT = BigInteger().with_variant(Integer, "sqlite")
 
 
 class Memory(MemoryColumns, Base):
@@ -74,7 +76,15 @@ class Memory(MemoryColumns, Base):
     __table_args__ = (
         CheckConstraint("importance BETWEEN 1 AND 5", name="importance_range"),
         CheckConstraint("recall_count >= 0", name="recall_count_nonnegative"),
+        {"sqlite_autoincrement": True},
     )
+
+    # sort_order keeps the columns in the archive's order: id first, seq last.
+    id: Mapped[str] = mapped_column(CodePointText, unique=True, sort_order=-1)
+    # Write order, assigned by the database: SQLite's rowid with AUTOINCREMENT (never reused, even
+    # after the largest row leaves, so every write, shell inserts included, gets a seq above every
+    # earlier one), PostgreSQL's BIGSERIAL. The job reads only rows past its last high-water mark.
+    seq: Mapped[int] = mapped_column(ROWID_BIGINT, primary_key=True, sort_order=1)
 
 
 class ArchivedMemory(MemoryColumns, Base):
@@ -173,8 +183,5 @@ RANK_ORDER_FROM_BOTTOM = (_memories.c.importance, _memories.c.timestamp, _memori
 Index("ix_memories_stage1", _memories.c.namespace, _memories.c.norm_key, *STAGE1_ORDER)
 # Stage 2 reads the top `capacity` unpinned rows of a namespace without sorting the table.
 Index("ix_memories_rank", _memories.c.namespace, _memories.c.pinned, *RANK_ORDER)
-# The newest writes, for the incremental job and for the next seq (max over both tables).
-Index("ix_memories_seq", _memories.c.seq)
-Index("ix_memory_archive_seq", ArchivedMemory.__table__.c.seq)
 
 MEMORY_COLUMNS = tuple(c.name for c in _memories.columns)

@@ -30,14 +30,12 @@ runs = ConsolidationRun.__table__
 _LOOKUP_CHUNK = 500
 
 
-# The write path's first look, one round trip: how many of the ids are taken, live or archived,
-# and the largest seq in each table.
+# The write path's first look, one round trip per chunk: how many of the ids are taken, live or
+# archived; when none is, no whole row needs reading.
 _ids = bindparam("ids", expanding=True)
 _WRITE_PROBE = select(
     select(func.count()).select_from(memories).where(memories.c.id.in_(_ids)).scalar_subquery(),
     select(func.count()).select_from(archive).where(archive.c.id.in_(_ids)).scalar_subquery(),
-    job.LIVE_MAX_SEQ,
-    job.ARCHIVED_MAX_SEQ,
 )
 
 
@@ -153,7 +151,7 @@ class MemoryStore:
             first_location[row_id] = item.location
             unique.append(item)
         with write_transaction(self.engine) as conn:
-            stored, first_seq = self._probe_ids(conn, [item.row["id"] for item in unique])
+            stored = self._probe_ids(conn, [item.row["id"] for item in unique])
             new_rows, kept = [], []
             for item in unique:
                 existing = stored.get(item.row["id"])
@@ -168,9 +166,7 @@ class MemoryStore:
                     rejected.append(str(error))
                     continue
                 kept.append(item.row["id"])
-            if new_rows:
-                for offset, row in enumerate(new_rows):
-                    row["seq"] = first_seq + offset
+            if new_rows:  # seq is the database's to assign, in this order
                 conn.execute(insert(memories), new_rows)
         result = AddResult(added=len(new_rows), unchanged=len(kept) - len(new_rows), ids=kept, rejected=rejected)
         return result, stored
@@ -195,21 +191,19 @@ class MemoryStore:
         return result
 
     @staticmethod
-    def _probe_ids(conn: Connection, ids: list[str]) -> tuple[dict[str, dict[str, Any]], int]:
-        """The stored rows (live or archived) holding any of `ids`, and the next seq to write.
+    def _probe_ids(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The stored rows (live or archived) holding any of `ids`.
 
         The common case, ids never seen, costs one statement per chunk: whole rows are read only
         for chunks where an id is taken (a retry or a conflict).
         """
         found: dict[str, dict[str, Any]] = {}
-        next_seq = 1
-        for start in range(0, max(len(ids), 1), _LOOKUP_CHUNK):
+        for start in range(0, len(ids), _LOOKUP_CHUNK):
             chunk = ids[start : start + _LOOKUP_CHUNK]
-            live_taken, archived_taken, live_seq, archived_seq = conn.execute(_WRITE_PROBE, {"ids": chunk}).one()
-            next_seq = max(live_seq, archived_seq) + 1
+            live_taken, archived_taken = conn.execute(_WRITE_PROBE, {"ids": chunk}).one()
             if live_taken or archived_taken:
                 found.update(MemoryStore._stored_rows(conn, chunk))
-        return found, next_seq
+        return found
 
     @staticmethod
     def _stored_rows(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,7 @@ One process run generates a synthetic store per size (the generator of scripts/b
 scenario below, and prints a table of medians and ratios against a baseline measured in the same
 run with the stdlib ``sqlite3`` module on the same schema (a file made by ``MemoryStore(path)``,
 so the same indexes and FTS triggers; same pragmas: WAL, synchronous FULL, foreign_keys ON) with
-rows prepared beforehand (norm_key, seq computed outside the timing). Capacity is size // 10.
+rows prepared beforehand (norm_key computed outside the timing; seq is assigned by SQLite on both sides). Capacity is size // 10.
 
 Scenarios (memstore side / baseline side):
 
@@ -74,12 +74,13 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench-results" / "bench.json"
 NOW_MS = bench_report.NOW_MS
 
-COLUMNS = (
+# What a writer supplies; seq is the database's to assign (memories' rowid), as memstore leaves it.
+WRITTEN_COLUMNS = (
     "id", "namespace", "text", "norm_key", "timestamp", "importance", "pinned", "created_at",
-    "updated_at", "last_recalled_at", "recall_count", "fact_key", "meta", "seq",
+    "updated_at", "last_recalled_at", "recall_count", "fact_key", "meta",
 )  # fmt: skip
-COLS = ", ".join(COLUMNS)
-INSERT_SQL = f"INSERT INTO memories ({COLS}) VALUES ({', '.join('?' * len(COLUMNS))})"
+COLS = ", ".join((*WRITTEN_COLUMNS, "seq"))  # a whole row, as copied into the archive
+INSERT_SQL = f"INSERT INTO memories ({', '.join(WRITTEN_COLUMNS)}) VALUES ({', '.join('?' * len(WRITTEN_COLUMNS))})"
 
 # -- the bare SQL of one full consolidation run (namespace 'default') -----------------------------
 RAW_RUN_ROW = """
@@ -87,7 +88,7 @@ INSERT INTO consolidation_runs (kind, namespace, capacity, status, started_at, f
     live_before, kept, duplicates, evicted, stale, high_water_seq)
 VALUES ('consolidate', 'default', :capacity, 'applied', :now, :now,
     (SELECT count(*) FROM memories WHERE namespace = 'default'), 0, 0, 0, 0,
-    max((SELECT coalesce(max(seq), 0) FROM memories), (SELECT coalesce(max(seq), 0) FROM memory_archive)))
+    (SELECT coalesce(max(seq), 0) FROM memories))
 """
 RAW_STAGE1 = f"""
 INSERT INTO memory_archive ({COLS}, archived_at, reason, superseded_by, run_id)
@@ -185,7 +186,7 @@ def repeat(fn, repeats: int, slow: float, label: str) -> list[float]:
     return times
 
 
-def raw_row(record: dict, seq: int) -> tuple:
+def raw_row(record: dict) -> tuple:
     ts = record.get("timestamp")
     if ts is None:
         ts = record["updated_at"] if record.get("updated_at") is not None else record["created_at"]
@@ -193,7 +194,7 @@ def raw_row(record: dict, seq: int) -> tuple:
         record["id"], "default", record["text"], normalize_key(record["text"]), ts,
         record.get("importance", 3), int(bool(record.get("pinned"))), record["created_at"],
         record.get("updated_at") or record["created_at"], record.get("last_recalled_at"),
-        record.get("recall_count") or 0, record.get("fact_key"), None, seq,
+        record.get("recall_count") or 0, record.get("fact_key"), None,
     )  # fmt: skip
 
 
@@ -255,10 +256,9 @@ def bench_add(work: Path, base: Path, records: list[dict], args) -> tuple[list[f
     def raw_once(rep: int) -> float:
         copy_store(base, path)
         conn = raw_connect(path)
-        first_seq = conn.execute("SELECT max(seq) FROM memories").fetchone()[0] + 1
         prepared = [
             raw_row({"id": f"add{rep}-{i}", "text": r["text"], "timestamp": NOW_MS + i, "importance": r["importance"],
-                     "created_at": NOW_MS}, first_seq + i)
+                     "created_at": NOW_MS})
             for i, r in enumerate(sample)
         ]  # fmt: skip
         start = time.perf_counter()
@@ -583,7 +583,7 @@ def run_size(n: int, args, work: Path) -> dict:
     log(f"== size {n:,}: generating ...")
     t = time.perf_counter()
     records, kinds = bench_report.generate_records(n, args.seed)
-    rows = [raw_row(r, i + 1) for i, r in enumerate(records)]
+    rows = [raw_row(r) for r in records]
     log(f"   generated in {time.perf_counter() - t:.1f} s ({kinds})")
     capacity = max(n // 10, 1)
     result: dict = {"size": n, "capacity": capacity, "store": kinds}

@@ -32,13 +32,19 @@ step = st.one_of(
     # Shell edits that keep every group as clean as the last run left it (the high-water mark's
     # premise) but that the trigger-kept live counts must survive: INSERT OR REPLACE deletes without
     # firing DELETE triggers.
-    st.tuples(st.just("shell"), st.integers(0, 20), st.sampled_from(["replace", "delete", "pin"])),
+    # A shell insert gives no seq: SQLite numbers it, and the next run must see its key.
+    st.tuples(st.just("shell"), st.integers(0, 20), st.sampled_from(["replace", "delete", "pin", "insert"])),
 )
 
 SHELL_EDITS = {
-    "replace": "INSERT OR REPLACE INTO memories SELECT * FROM memories WHERE id = ?",
-    "delete": "DELETE FROM memories WHERE id = ?",
-    "pin": "UPDATE memories SET pinned = 2 WHERE id = ?",
+    "replace": "INSERT OR REPLACE INTO memories SELECT * FROM memories WHERE id = :id",
+    "delete": "DELETE FROM memories WHERE id = :id",
+    "pin": "UPDATE memories SET pinned = 2 WHERE id = :id",
+    "insert": (  # a newer copy of a live fact, under an id never used
+        "INSERT OR IGNORE INTO memories (id, namespace, text, norm_key, timestamp, importance, created_at, updated_at)"
+        " SELECT id || '+', namespace, text, norm_key, timestamp + 1, importance, created_at, updated_at"
+        " FROM memories WHERE id = :id AND id || '+' NOT IN (SELECT id FROM memory_archive)"
+    ),
 }
 
 
@@ -54,7 +60,7 @@ def _shell_edit(store, kind, pick):
     with sqlite3.connect(path) as shell:
         ids = [row[0] for row in shell.execute("SELECT id FROM memories ORDER BY id")]
         if ids:
-            shell.execute(SHELL_EDITS[kind], (ids[pick % len(ids)],))
+            shell.execute(SHELL_EDITS[kind], {"id": ids[pick % len(ids)]})
     shell.close()
 
 
@@ -228,3 +234,24 @@ def test_without_their_triggers_the_counts_are_not_used(tmp_path):
         assert [entry.id for entry in report.archived] == ["m0"]
         findings = [f.detail for f in store.check(fix=True).findings if f.check == "live_counts"]
         assert findings[0] == "trigger memory_live_counts_after_update is missing: memory_live_counts no longer follows writes"
+
+
+def test_a_row_inserted_from_the_shell_is_seen_by_the_next_incremental_run(tmp_path):
+    # The shell user gives no seq: SQLite's AUTOINCREMENT numbers the row past every seq ever used,
+    # even though the run just archived the row that held the largest one.
+    path = tmp_path / "shell-insert.db"
+    with MemoryStore(path) as store:
+        store.add_many([{"id": f"m{n}", "text": f"fact {n}", "timestamp": 10 - n} for n in range(4)])
+        first = store.consolidate(3)
+        assert [a.id for a in first.archived] == ["m3"]  # the oldest, and the last written
+    with sqlite3.connect(path) as shell:
+        shell.execute(
+            "INSERT INTO memories (id, text, norm_key, timestamp, importance, created_at, updated_at)"
+            " VALUES ('typed', 'Fact 1!', 'fact 1', 50, 3, 0, 0)"
+        )
+        assert shell.execute("SELECT seq FROM memories WHERE id = 'typed'").fetchone() == (5,)
+    shell.close()
+    with MemoryStore(path) as store:
+        report = store.consolidate(3)
+        assert report.incremental
+        assert [(a.id, a.reason, a.superseded_by) for a in report.archived] == [("m1", "duplicate", "typed")]

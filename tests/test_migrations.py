@@ -338,3 +338,30 @@ def test_upgrading_a_filled_store_counts_its_live_rows(engine: Engine, db_path: 
         counts = conn.execute("SELECT namespace, unpinned, pinned FROM memory_live_counts ORDER BY namespace").fetchall()
     # a: m0 m2 m4 m6 m8 (m0, m6 pinned); b: m1 m3 m5 m7 (m3 pinned, m1 holds '', which is not = 0)
     assert counts == [("a", 3, 2), ("b", 2, 2)]
+
+
+def test_upgrading_to_0005_renumbers_seq_in_write_order_and_keeps_the_store_whole(engine: Engine, db_path: Path) -> None:
+    # At 0004 seq is a plain column (0 for rows older than 0003); 0005 makes it the rowid.
+    with MemoryStore(db_path) as store:
+        store.add_many([{"id": f"m{n}", "text": f"fact {n % 3} about tea", "timestamp": n} for n in range(6)])
+        store.consolidate(2)
+    migrate(engine, "downgrade", "0004")
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE memories SET seq = 0 WHERE id = 'm5'")  # as if written before 0003
+        before = conn.execute("SELECT id FROM memories ORDER BY seq, rowid").fetchall()
+        assert conn.execute("SELECT count(*) FROM consolidation_runs WHERE high_water_seq IS NOT NULL").fetchone() == (1,)
+    migrate(engine, "upgrade", "head")
+    engine.dispose()
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT id FROM memories ORDER BY seq").fetchall() == before
+        assert [n for (n,) in conn.execute("SELECT seq FROM memories ORDER BY seq")] == [1, 2]
+        assert conn.execute("SELECT count(*) FROM consolidation_runs WHERE high_water_seq IS NOT NULL").fetchone() == (0,)
+        assert conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memories'").fetchone() == (2,)
+    with MemoryStore(db_path) as store:
+        assert store.check().ok  # integrity, indexes (DESC kept), recall index, live counts
+        assert sorted(r["id"] for r in store.recall("tea", k=5, touch=False)) == ["m4", "m5"]
+        store.add("fact 1 about tea!", id="new", timestamp=100)
+        assert [r["seq"] for r in store.list() if r["id"] == "new"] == [3]
+        report = store.consolidate(2)
+        assert not report.incremental  # the old marks were cleared: one full run
+        assert [(a.id, a.reason) for a in report.archived] == [("m4", "duplicate")]
