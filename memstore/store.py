@@ -166,7 +166,11 @@ class MemoryStore:
                     rejected.append(str(error))
                     continue
                 kept.append(item.row["id"])
-            if new_rows:  # seq is the database's to assign, in this order
+            # seq is the database's to assign, in this order. One row (add()): RETURNING hands its
+            # seq back, so the row add() returns is the stored row, whole.
+            if len(new_rows) == 1:
+                new_rows[0]["seq"] = conn.execute(insert(memories).returning(memories.c.seq), new_rows[0]).scalar_one()
+            elif new_rows:
                 conn.execute(insert(memories), new_rows)
         result = AddResult(added=len(new_rows), unchanged=len(kept) - len(new_rows), ids=kept, rejected=rejected)
         return result, stored

@@ -29,6 +29,14 @@ def test_add_fills_defaults_and_stores_the_key(store):
     assert row["norm_key"] == "user prefers dark mode" and row["pinned"] is False
 
 
+def test_add_returns_the_stored_row_with_the_seq_the_database_gave_it(store):
+    first = store.add("fact", id="a", timestamp=5)
+    second = store.add("other fact", id="b", timestamp=5)
+    retried = store.add("fact", id="a", timestamp=5)
+    assert first.items() <= store.get("a").items() and retried == store.get("a")
+    assert (first["seq"], second["seq"]) == (1, 2) and retried["seq"] == 1
+
+
 def test_store_accepts_what_the_reference_accepts(store):
     store.add("", id="é\u0301😀", timestamp=-(2**63), importance=1)
     store.add("x", id=" ", timestamp=2**63 - 1, importance=5)
