@@ -79,12 +79,17 @@ class Memory(MemoryColumns, Base):
         {"sqlite_autoincrement": True},
     )
 
+    # `id` is what names a memory: unique and NOT NULL, the conflict target of upserts, and the
+    # ORM's identity (session.get(Memory, "m1")), as when it was the table's primary key. The
+    # table's key is `seq` (below), which SQLite allows only as its one INTEGER PRIMARY KEY.
     # sort_order keeps the columns in the archive's order: id first, seq last.
     id: Mapped[str] = mapped_column(CodePointText, unique=True, sort_order=-1)
     # Write order, assigned by the database: SQLite's rowid with AUTOINCREMENT (never reused, even
     # after the largest row leaves, so every write, shell inserts included, gets a seq above every
     # earlier one), PostgreSQL's BIGSERIAL. The job reads only rows past its last high-water mark.
     seq: Mapped[int] = mapped_column(ROWID_BIGINT, primary_key=True, sort_order=1)
+
+    __mapper_args__ = {"primary_key": [id]}
 
 
 class ArchivedMemory(MemoryColumns, Base):

@@ -78,6 +78,27 @@ def test_every_revision_goes_down_and_up_again_on_postgresql(empty_pg):
     engine.dispose()
 
 
+def test_0005_on_a_filled_postgresql_store_numbers_seq_and_the_sequence_continues(empty_pg):
+    engine = make_engine(empty_pg)
+    migrate(engine, "upgrade", "0004")
+    with engine.begin() as conn:
+        for n, seq in enumerate([7, 0, 7, 3]):  # duplicates and zeros, as 0003-0004 could leave them
+            conn.execute(
+                text(
+                    "INSERT INTO memories (id, text, norm_key, timestamp, importance, created_at, updated_at, seq)"
+                    " VALUES (:id, 'fact', 'fact', 1, 3, 0, 0, :seq)"
+                ),
+                {"id": f"m{n}", "seq": seq},
+            )
+    migrate(engine, "upgrade", "head")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT id, seq FROM memories ORDER BY seq")).all() == [("m1", 1), ("m3", 2), ("m0", 3), ("m2", 4)]
+    engine.dispose()
+    with MemoryStore(empty_pg) as store:
+        assert store.add("new fact", id="new")["seq"] == 5
+    migrate(make_engine(empty_pg), "downgrade", "0004")
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_ids_tied_on_everything_else_sort_by_code_point_on_both_backends(backend, request, tmp_path):
     url = str(tmp_path / "s.db") if backend == "sqlite" else request.getfixturevalue("pg_url")

@@ -37,6 +37,17 @@ def test_add_returns_the_stored_row_with_the_seq_the_database_gave_it(store):
     assert (first["seq"], second["seq"]) == (1, 2) and retried["seq"] == 1
 
 
+def test_the_models_still_name_a_memory_by_its_id(store):
+    # seq is the table's key (the rowid on SQLite); the ORM identity stays the id.
+    from sqlalchemy.orm import Session
+
+    from memstore.models import Memory
+
+    store.add("fact", id="m1")
+    with Session(store.engine) as session:
+        assert session.get(Memory, "m1").text == "fact"
+
+
 def test_store_accepts_what_the_reference_accepts(store):
     store.add("", id="é\u0301😀", timestamp=-(2**63), importance=1)
     store.add("x", id=" ", timestamp=2**63 - 1, importance=5)
