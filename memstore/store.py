@@ -117,7 +117,9 @@ class MemoryStore:
         }  # fmt: skip
         prepared = prepare_row(record, "memory")
         _, stored = self._add_prepared([prepared], skip_invalid=False)
-        return stored[prepared.row["id"]]
+        row = stored[prepared.row["id"]]
+        # Columns in table order whether the row was written now or found stored (a retry).
+        return {**{name: row[name] for name in MEMORY_COLUMNS}, **row}
 
     def add_many(self, records: Iterable[Mapping[str, Any]]) -> AddResult:
         """Store many memories in one transaction; every record is validated before anything is written."""
