@@ -15,7 +15,7 @@ from sqlalchemy import Connection, Engine, bindparam, select, update
 from .consolidate import live_counts_by_namespace, recount_live
 from .db import read_transaction, write_transaction
 from .migrate import current_revision, head_revision, index_drift
-from .models import FTS_TABLE, LIVE_COUNTS_TABLE, LIVE_COUNTS_TRIGGERS, ArchivedMemory, Memory
+from .models import FTS_TABLE, LIVE_COUNTS_TABLE, LIVE_COUNTS_TRIGGERS, SEQ_GUARD_TRIGGER, ArchivedMemory, Memory
 from .normalize import normalize_key
 
 FTS_TRIGGERS = tuple(f"{FTS_TABLE}_after_{event}" for event in ("insert", "delete", "update"))
@@ -66,6 +66,8 @@ def _sqlite_checks(conn: Connection, report: CheckReport) -> None:
     triggers = set(conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'").scalars())
     for missing in sorted(set(FTS_TRIGGERS) - triggers):
         report.findings.append(Finding("fts", f"trigger {missing} is missing: the recall index no longer follows writes"))
+    if SEQ_GUARD_TRIGGER not in triggers:
+        report.findings.append(Finding("schema", f"trigger {SEQ_GUARD_TRIGGER} is missing: memories.seq can be changed"))
     for missing in sorted(set(LIVE_COUNTS_TRIGGERS) - triggers):
         report.findings.append(Finding("live_counts", f"trigger {missing} is missing: {LIVE_COUNTS_TABLE} no longer follows writes"))
     kept = {row[0]: tuple(row[1:]) for row in conn.exec_driver_sql(f"SELECT namespace, unpinned, pinned FROM {LIVE_COUNTS_TABLE}")}

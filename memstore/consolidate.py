@@ -193,8 +193,9 @@ def _undo_merges(conn: Connection, run_id: int) -> None:
 
 def max_seq(conn: Connection) -> int:
     """The largest seq in the live set: a run's high-water mark. Every later write gets a larger
-    one (SQLite's AUTOINCREMENT never hands out a seq twice), and archived rows need not count:
-    a restored row is written again, with a new seq."""
+    one (SQLite's AUTOINCREMENT numbers each insert above every seq ever given, and a trigger
+    refuses UPDATEs of seq), and archived rows need not count: a restored row is written again,
+    with a new seq."""
     return conn.execute(select(func.coalesce(func.max(memories.c.seq), 0))).scalar_one()
 
 
@@ -351,7 +352,8 @@ def _count_live_rows(conn: Connection, namespace: str | None) -> list[tuple[str,
 
 
 # Whether memory_live_counts can be believed: every live row counted once (its total against
-# count(*), which SQLite answers from the b-tree's page headers) and all its triggers in place.
+# count(*), one pass over the smallest index: ~5 ms at 900k rows, against ~45 ms for the grouped
+# count) and all its triggers in place.
 _LIVE_COUNTS_AUDIT = text(
     f"SELECT (SELECT count(*) FROM memories), (SELECT coalesce(sum(unpinned + pinned), 0) FROM {LIVE_COUNTS_TABLE}), "
     "(SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN :triggers)"
@@ -410,12 +412,15 @@ def _finish_run(
         )
     ]
     if list_kept:
+        # Pinned as the stages class it (not `pinned = 0`), not by the value's Python truth: a
+        # shell '' is pinned to the stages but False once read back as a bool.
+        is_unpinned = (memories.c.pinned == false()).label("is_unpinned")
         kept_rows = conn.execute(
-            select(memories.c.id, memories.c.pinned).where(*scope).order_by(memories.c.namespace, *RANK_ORDER)
+            select(memories.c.id, is_unpinned).where(*scope).order_by(memories.c.namespace, *RANK_ORDER)
         ).all()
         report.kept_ids = [row.id for row in kept_rows]
         report.kept_count = len(kept_rows)
-        report.pinned_kept = sum(1 for row in kept_rows if row.pinned)
+        report.pinned_kept = sum(1 for row in kept_rows if not row.is_unpinned)
     elif conn.dialect.name == "sqlite":
         # No one else writes while the job holds SQLite's write lock, and jobs never archive a
         # pinned memory: kept = before - archived, and every pinned memory is still there.

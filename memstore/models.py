@@ -61,7 +61,8 @@ class MemoryColumns:
     recall_count: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
     fact_key: Mapped[Optional[str]] = mapped_column(CodePointText)
     meta: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
-    # Write order (see Memory.seq); in the archive, the seq the row had while it was live.
+    # Write order (see Memory.seq); in the archive, the seq the row had while it was live (in the
+    # numbering of its time: revision 0005 renumbered the live rows only).
     seq: Mapped[int] = mapped_column(BigInteger, server_default=sql_text("0"))
 
 
@@ -84,9 +85,10 @@ class Memory(MemoryColumns, Base):
     # table's key is `seq` (below), which SQLite allows only as its one INTEGER PRIMARY KEY.
     # sort_order keeps the columns in the archive's order: id first, seq last.
     id: Mapped[str] = mapped_column(CodePointText, unique=True, sort_order=-1)
-    # Write order, assigned by the database: SQLite's rowid with AUTOINCREMENT (never reused, even
-    # after the largest row leaves, so every write, shell inserts included, gets a seq above every
-    # earlier one), PostgreSQL's BIGSERIAL. The job reads only rows past its last high-water mark.
+    # Write order, assigned by the database: SQLite's rowid with AUTOINCREMENT (an insert that leaves
+    # it out, a shell insert included, gets a seq above every one ever given, even after the largest
+    # row left; a trigger refuses UPDATEs of it), PostgreSQL's BIGSERIAL. The job reads only rows
+    # past its last high-water mark.
     seq: Mapped[int] = mapped_column(ROWID_BIGINT, primary_key=True, sort_order=1)
 
     __mapper_args__ = {"primary_key": [id]}
@@ -134,7 +136,7 @@ class ConsolidationRun(Base):
     evicted: Mapped[int] = mapped_column(Integer)
     stale: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
     restored_at: Mapped[Optional[int]] = mapped_column(BigInteger)
-    # The largest seq in the store when the run started: the next incremental run reads past it.
+    # The largest live seq when the run started: the next incremental run reads past it.
     high_water_seq: Mapped[Optional[int]] = mapped_column(BigInteger)
 
     __table_args__ = (
@@ -162,6 +164,8 @@ class MemoryMerge(Base):
 FTS_TABLE = "memories_fts"
 LIVE_COUNTS_TABLE = "memory_live_counts"
 LIVE_COUNTS_TRIGGERS = tuple(f"{LIVE_COUNTS_TABLE}_after_{event}" for event in ("insert", "delete", "update"))
+# SQLite: refuses an UPDATE of memories.seq (the write order and the rowid the recall index uses).
+SEQ_GUARD_TRIGGER = "memories_seq_is_write_order"
 
 
 def managed_outside_models(name: str | None) -> bool:

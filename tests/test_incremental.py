@@ -149,9 +149,10 @@ def test_counts_survive_a_pinned_value_written_from_the_shell(tmp_path):
 @pytest.mark.parametrize("stored", ["2", "''", "x'00'"])
 def test_a_shell_pinned_value_is_classed_as_the_stages_class_it(tmp_path, stored):
     # The stages keep `pinned = 0` rows unpinned and every other value pinned; the run's counts
-    # (and so Stage 2's excess when incremental) must class odd values the same way.
-    for full in (True, False):
-        path = tmp_path / f"odd-{full}.db"
+    # (and so Stage 2's excess when incremental) and the report's pinned_kept, however it is
+    # counted, must class odd values the same way.
+    for full, list_kept in ((True, True), (True, False), (False, True), (False, False)):
+        path = tmp_path / f"odd-{full}-{list_kept}.db"
         with MemoryStore(path) as store:
             store.add_many([{"id": f"m{n}", "text": f"fact {n}", "timestamp": n} for n in range(6)])
             store.consolidate(6, full=True)
@@ -159,7 +160,7 @@ def test_a_shell_pinned_value_is_classed_as_the_stages_class_it(tmp_path, stored
             conn.execute(f"UPDATE memories SET pinned = {stored} WHERE id = 'm1'")
         with MemoryStore(path) as store:
             store.add_many([{"id": "new", "text": "new fact", "timestamp": 100}])
-            report = store.consolidate(5, full=full, list_kept=False)
+            report = store.consolidate(5, full=full, list_kept=list_kept)
             assert report.incremental is not full
             assert [entry.id for entry in report.archived] == ["m0"]  # the oldest; m1 counts as pinned
             assert (report.live_before, report.kept_count, report.pinned_kept) == (7, 6, 1)

@@ -365,3 +365,52 @@ def test_upgrading_to_0005_renumbers_seq_in_write_order_and_keeps_the_store_whol
         report = store.consolidate(2)
         assert not report.incremental  # the old marks were cleared: one full run
         assert [(a.id, a.reason) for a in report.archived] == [("m4", "duplicate")]
+
+
+def test_the_0005_rebuild_leaves_a_users_views_and_other_triggers_pointing_at_memories(engine: Engine, db_path: Path) -> None:
+    with MemoryStore(db_path) as store:
+        store.add_many([{"id": "m1", "text": "pinned fact", "pinned": True}, {"id": "m2", "text": "plain fact"}])
+    migrate(engine, "downgrade", "0004")
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("CREATE VIEW pinned_memories AS SELECT id, text FROM memories WHERE pinned")
+        conn.execute("CREATE TABLE notes (memory_id TEXT)")
+        conn.execute(
+            "CREATE TRIGGER notes_touch AFTER INSERT ON notes BEGIN "
+            "UPDATE memories SET recall_count = recall_count + 1 WHERE id = new.memory_id; END"
+        )
+        conn.execute("CREATE INDEX my_own_index ON memories (fact_key)")
+    for direction, target in (("upgrade", "head"), ("downgrade", "0004"), ("upgrade", "head")):
+        migrate(engine, direction, target)
+        with sqlite3.connect(db_path) as conn:
+            assert conn.execute("SELECT id FROM pinned_memories").fetchall() == [("m1",)]
+            conn.execute("INSERT INTO notes VALUES ('m2')")
+            assert "my_own_index" in {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT recall_count FROM memories WHERE id = 'm2'").fetchone() == (3,)
+
+
+def test_the_0005_rebuild_refuses_a_table_with_columns_of_the_users_own(engine: Engine, db_path: Path) -> None:
+    with MemoryStore(db_path) as store:
+        store.add("fact", id="m1")
+    migrate(engine, "downgrade", "0004")
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("ALTER TABLE memories ADD COLUMN source TEXT")
+        conn.execute("UPDATE memories SET source = 'import'")
+    with pytest.raises(SchemaError, match=r"memories has columns memstore does not know \(source\)"):
+        migrate(engine, "upgrade", "head")
+    engine.dispose()
+    assert version_in_file(db_path) == ["0004"]
+    with sqlite3.connect(db_path) as conn:  # rolled back whole: the column and its data are there
+        assert conn.execute("SELECT id, source FROM memories").fetchall() == [("m1", "import")]
+
+
+def test_seq_cannot_be_changed_from_the_shell_and_check_misses_its_guard(db_path: Path) -> None:
+    with MemoryStore(db_path) as store:
+        store.add("fact", id="m1")
+    with sqlite3.connect(db_path) as conn:
+        with pytest.raises(sqlite3.IntegrityError, match="memories.seq is the write order"):
+            conn.execute("UPDATE memories SET seq = 100 WHERE id = 'm1'")
+        conn.execute("UPDATE memories SET seq = seq, importance = 4 WHERE id = 'm1'")  # seq unchanged: allowed
+        conn.execute("DROP TRIGGER memories_seq_is_write_order")
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "check"])
+    assert result.exit_code == 1 and "trigger memories_seq_is_write_order is missing" in result.output
