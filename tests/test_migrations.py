@@ -367,7 +367,7 @@ def test_upgrading_to_0005_renumbers_seq_in_write_order_and_keeps_the_store_whol
         assert [(a.id, a.reason) for a in report.archived] == [("m4", "duplicate")]
 
 
-def test_the_0005_rebuild_leaves_a_users_views_and_other_triggers_pointing_at_memories(engine: Engine, db_path: Path) -> None:
+def test_the_0005_rebuild_keeps_a_users_views_triggers_indexes_and_foreign_keys_on_memories(engine: Engine, db_path: Path) -> None:
     with MemoryStore(db_path) as store:
         store.add_many([{"id": "m1", "text": "pinned fact", "pinned": True}, {"id": "m2", "text": "plain fact"}])
     migrate(engine, "downgrade", "0004")
@@ -379,12 +379,15 @@ def test_the_0005_rebuild_leaves_a_users_views_and_other_triggers_pointing_at_me
             "UPDATE memories SET recall_count = recall_count + 1 WHERE id = new.memory_id; END"
         )
         conn.execute("CREATE INDEX my_own_index ON memories (fact_key)")
+        conn.execute("CREATE TABLE links (memory_id TEXT REFERENCES memories (id))")
+        conn.execute("INSERT INTO links VALUES ('m1')")
     for direction, target in (("upgrade", "head"), ("downgrade", "0004"), ("upgrade", "head")):
         migrate(engine, direction, target)
         with sqlite3.connect(db_path) as conn:
             assert conn.execute("SELECT id FROM pinned_memories").fetchall() == [("m1",)]
             conn.execute("INSERT INTO notes VALUES ('m2')")
             assert "my_own_index" in {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+            assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("SELECT recall_count FROM memories WHERE id = 'm2'").fetchone() == (3,)
 

@@ -98,6 +98,9 @@ def _rebuild_memories_sqlite(create_table: str, seq: str, skip: set[str]) -> Non
             " AND sql IS NOT NULL ORDER BY type, name"
         )
     ).all()
+    # A user's table may reference memories(id): dropping `memories` deletes its rows first, so let
+    # foreign keys be checked at commit, when every id is back (this pragma ends with the transaction).
+    op.execute("PRAGMA defer_foreign_keys = ON")
     op.execute(f"CREATE TEMP TABLE memories_rows AS SELECT {COLUMNS_BEFORE_SEQ}, {seq} AS seq FROM main.memories")
     # Its triggers go first, so dropping it fires none (nor the live counts' DELETE trigger).
     op.execute("DROP TABLE main.memories")
