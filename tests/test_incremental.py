@@ -77,6 +77,13 @@ def _live_counts_table_matches_rows(store):
     return kept == rows
 
 
+def _six_facts_after_a_run(path):
+    """A store of m0..m5 (m0 the oldest), all kept by a first run at capacity 6."""
+    with MemoryStore(path) as store:
+        store.add_many([{"id": f"m{n}", "text": f"fact {n}", "timestamp": n} for n in range(6)])
+        store.consolidate(6)
+
+
 def _state(store):
     live = [tuple(m[f] for f in ROW_FIELDS) for m in store.list(None)]
     archived = sorted((m["id"], m["reason"], m["superseded_by"], m["run_id"]) for m in store.list(None, archived=True))
@@ -153,9 +160,7 @@ def test_a_shell_pinned_value_is_classed_as_the_stages_class_it(tmp_path, stored
     # counted, must class odd values the same way.
     for full, list_kept in ((True, True), (True, False), (False, True), (False, False)):
         path = tmp_path / f"odd-{full}-{list_kept}.db"
-        with MemoryStore(path) as store:
-            store.add_many([{"id": f"m{n}", "text": f"fact {n}", "timestamp": n} for n in range(6)])
-            store.consolidate(6, full=True)
+        _six_facts_after_a_run(path)
         with sqlite3.connect(path) as conn:
             conn.execute(f"UPDATE memories SET pinned = {stored} WHERE id = 'm1'")
         with MemoryStore(path) as store:
@@ -198,9 +203,7 @@ def test_a_replace_from_the_shell_is_recounted_not_believed(tmp_path):
     # INSERT OR REPLACE deletes the old row without firing DELETE triggers: the kept counts go one
     # above the rows. An incremental run must notice and evict by the real count.
     path = tmp_path / "replace.db"
-    with MemoryStore(path) as store:
-        store.add_many([{"id": f"m{n}", "text": f"fact {n}", "timestamp": n} for n in range(6)])
-        store.consolidate(6)
+    _six_facts_after_a_run(path)
     with sqlite3.connect(path) as shell:
         shell.execute("INSERT OR REPLACE INTO memories SELECT * FROM memories WHERE id = 'm5'")
         assert shell.execute("SELECT unpinned FROM memory_live_counts").fetchone() == (7,)
@@ -219,9 +222,7 @@ def test_a_replace_from_the_shell_is_recounted_not_believed(tmp_path):
 
 def test_without_their_triggers_the_counts_are_not_used(tmp_path):
     path = tmp_path / "no-trigger.db"
-    with MemoryStore(path) as store:
-        store.add_many([{"id": f"m{n}", "text": f"fact {n}", "timestamp": n} for n in range(6)])
-        store.consolidate(6)
+    _six_facts_after_a_run(path)
     with sqlite3.connect(path) as shell:
         # Without the update trigger a move between namespaces goes uncounted, and the totals
         # still agree: only the missing trigger gives it away.
