@@ -2,7 +2,8 @@
 
 SQLite uses the FTS5 index `memories_fts` (kept in step with `memories` by triggers), PostgreSQL a GIN
 index on `to_tsvector('simple', text)`. A query is split into words; a memory matches when it
-contains any of them.
+contains any of them, except that common words drop out when the query has a rarer one
+(`recall_words`).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ class CheckResult:
     passed: bool
 
 
-# One statement per backend, same contract: memories containing any word of the query, best first,
-# ties by id. SQLite ranks with FTS5's BM25; PostgreSQL with ts_rank over its GIN index.
+# One statement per backend, same contract: memories containing any of the words, best first, ties
+# by id. SQLite ranks with FTS5's BM25; PostgreSQL with ts_rank over its GIN index.
 RECALL_SQL = {
     "sqlite": (
         f"SELECT m.* FROM {FTS_TABLE} JOIN memories AS m ON m.rowid = {FTS_TABLE}.rowid "
@@ -48,15 +49,53 @@ RECALL_SQL = {
 }
 
 
-def query_expression(query: str, dialect: str) -> str | None:
-    """The query's distinct words as an OR search in the backend's syntax, quoted so no operator leaks in."""
-    words = list(dict.fromkeys(tokens(query)))
+def query_expression(words: Sequence[str], dialect: str) -> str | None:
+    """Words as an OR search in the backend's syntax, quoted so no operator leaks in."""
     if not words:
         return None
     if dialect == "sqlite":
         return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
     # tsquery: words are letters and digits only, so quoting them as lexemes is enough.
     return " | ".join("'" + word + "'" for word in words)
+
+
+# A word found in more than this many memories (any namespace) is common. Ranking a word costs one
+# score per memory that holds it, and FTS5's BM25 first counts them all, so on a big store a query
+# with "the" or "user" scores most of the store while the word itself adds almost nothing to which
+# memory is meant (BM25 gives a word in half the memories the least weight there is). An absolute
+# number rather than a share of the store bounds what one word costs, whatever the store's size.
+COMMON_WORD_MEMORIES = 5_000
+
+# Counts the memories holding one word, up to a limit: it stops at the limit, so a common word costs
+# as much to recognise as a rare one.
+WORD_COUNT_SQL = {
+    "sqlite": f"SELECT count(*) FROM (SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :word LIMIT :limit)",
+    "postgresql": (
+        "SELECT count(*) FROM (SELECT 1 FROM memories "
+        "WHERE to_tsvector('simple', text) @@ to_tsquery('simple', :word) LIMIT :limit) AS holding"
+    ),
+}
+
+
+def is_common(conn: Connection, word: str) -> bool:
+    """Is `word` in more than COMMON_WORD_MEMORIES memories?"""
+    found = conn.execute(
+        text(WORD_COUNT_SQL[conn.dialect.name]),
+        {"word": query_expression([word], conn.dialect.name), "limit": COMMON_WORD_MEMORIES + 1},
+    ).scalar_one()
+    return found > COMMON_WORD_MEMORIES
+
+
+def recall_words(conn: Connection, query: str) -> list[str]:
+    """The words recall matches and ranks on: the query's distinct words, less its common ones.
+
+    Common words drop out only when the query also has a word that is not common; a query made only
+    of common words keeps them all.
+    """
+    words = list(dict.fromkeys(tokens(query)))
+    if len(words) < 2:
+        return words
+    return [word for word in words if not is_common(conn, word)] or words
 
 
 # The shortlist holds max(40, 8k) scores, and its rowids go into one IN list: only for k up to 100,
@@ -110,9 +149,11 @@ def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace:
 
 def recall_rows(conn: Connection, query: str, k: int, namespace: str) -> list[dict[str, Any]]:
     """The top-k live memories of `namespace` for `query`, best first."""
+    if k <= 0:
+        return []
     dialect = conn.dialect.name
-    expression = query_expression(query, dialect)
-    if expression is None or k <= 0:
+    expression = query_expression(recall_words(conn, query), dialect)
+    if expression is None:
         return []
     k = min(k, MAX_LIMIT)
     if dialect == "sqlite" and k <= SHORTLIST_MAX_K:

@@ -124,11 +124,12 @@ def test_shortlist_answers_exactly_what_the_one_statement_ranking_answers(tmp_pa
                         dict(row)
                         for row in conn.execute(
                             text(RECALL_SQL["sqlite"]).columns(*Memory.__table__.c),
-                            {"expression": query_expression(query, "sqlite"), "namespace": namespace, "k": k},
+                            {"expression": query_expression(query.split(), "sqlite"), "namespace": namespace, "k": k},
                         ).mappings()
                     ]
                     assert recall_rows(conn, query, k, namespace) == expected, (query, namespace, k)
-                    shortcuts += _recall_from_shortlist(conn, query_expression(query, "sqlite"), k, namespace) is not None
+                    expression = query_expression(query.split(), "sqlite")
+                    shortcuts += _recall_from_shortlist(conn, expression, k, namespace) is not None
     assert shortcuts > 100  # the shortlist answered many of them, not only the fallback
     store.close()
 
@@ -139,3 +140,66 @@ def test_any_k_is_accepted_and_beyond_the_matches_means_every_match(store):
     assert len(everything) == 7
     for k in (101, 2**61, 2**63, 2**70):  # past the shortlist, past a 64-bit LIMIT
         assert ids(store.recall("shared", k=k, touch=False)) == everything
+
+
+def common_word_store(store):
+    """'the' in one memory more than COMMON_WORD_MEMORIES, 'edge' in exactly that many, a few rare words."""
+    from memstore.search import COMMON_WORD_MEMORIES
+
+    records = [
+        {"id": f"f{n:05d}", "text": f"the filler note {n}" + (" edge" if n < COMMON_WORD_MEMORIES else "")}
+        for n in range(COMMON_WORD_MEMORIES + 1)
+    ]
+    records += [
+        {"id": "z1", "text": "The zebra crossing is near the office"},
+        {"id": "z2", "text": "zebra print mug"},
+        {"id": "o1", "text": "office wifi password rotates monthly", "namespace": "work"},
+    ]
+    store.add_many(records)
+    return COMMON_WORD_MEMORIES
+
+
+def test_common_words_drop_out_when_the_query_has_a_rarer_word(store):
+    """'the' (in more than COMMON_WORD_MEMORIES memories) neither matches nor ranks next to 'zebra':
+    the 5,000 filler notes holding only 'the' no longer fill the results, and the answer is the
+    ranking of 'zebra' alone, even when that is fewer than k memories."""
+    common_word_store(store)
+    assert ids(store.recall("the zebra", k=5, touch=False)) == ids(store.recall("zebra", k=5, touch=False))
+    assert sorted(ids(store.recall("the zebra", k=5, touch=False))) == ["z1", "z2"]
+    # Counted over the whole store: 'office' stays a word to match on in namespace "work" too.
+    assert ids(store.recall("the office", k=5, namespace="work", touch=False)) == ["o1"]
+
+
+def test_a_word_in_exactly_the_limit_of_memories_is_not_common(store):
+    limit = common_word_store(store)
+    top = store.recall("edge zebra", k=limit + 10, touch=False)
+    assert len(top) == limit + 2  # every 'edge' note and both zebras: 'edge' still matches
+
+
+def test_a_query_of_common_words_only_keeps_them_all(store):
+    common_word_store(store)
+    top = store.recall("the", k=3, touch=False)
+    assert len(top) == 3 and all("the" in row["text"].lower().split() for row in top)
+    both = store.recall("the filler", k=10**6, touch=False)
+    assert len(both) == len(store.recall("the", k=10**6, touch=False))  # every 'the' memory matches
+
+
+def test_recall_words_agree_with_counting_the_texts(sqlite_store):
+    """recall_words against a count made in Python from the texts, for queries mixing common, boundary
+    and rare words, repeated words and words in no memory."""
+    from memstore.db import read_transaction
+    from memstore.hygiene import tokens
+    from memstore.search import recall_words
+
+    limit = common_word_store(sqlite_store)
+    holding: dict[str, int] = {}
+    for row in sqlite_store.list(None):
+        for word in set(tokens(row["text"])):
+            holding[word] = holding.get(word, 0) + 1
+    queries = ["the zebra", "The THE edge", "the filler", "edge", "filler zebra nowhere", "the nowhere", "note 17 the"]
+    with read_transaction(sqlite_store.engine) as conn:
+        for query in queries:
+            words = list(dict.fromkeys(tokens(query)))
+            rarer = [word for word in words if holding.get(word, 0) <= limit]
+            expected = words if len(words) < 2 else (rarer or words)
+            assert recall_words(conn, query) == expected, query
