@@ -89,8 +89,8 @@ def is_common(conn: Connection, word: str) -> bool:
 def recall_words(conn: Connection, query: str) -> list[str]:
     """The words recall matches and ranks on: the query's distinct words, less its common ones.
 
-    Common words drop out only when the query also has a word that is not common; a query made only
-    of common words keeps them all.
+    Common words drop out only when the query also has a word that is not common (a word in no
+    memory included); a query made only of common words keeps them all.
     """
     words = list(dict.fromkeys(tokens(query)))
     if len(words) < 2:

@@ -203,3 +203,8 @@ def test_recall_words_agree_with_counting_the_texts(sqlite_store):
             rarer = [word for word in words if holding.get(word, 0) <= limit]
             expected = words if len(words) < 2 else (rarer or words)
             assert recall_words(conn, query) == expected, query
+
+
+def test_a_word_no_memory_holds_still_drops_the_common_ones(store):
+    common_word_store(store)
+    assert store.recall("the zyzzyva", touch=False) == []
