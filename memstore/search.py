@@ -61,13 +61,15 @@ def query_expression(words: Sequence[str], dialect: str) -> str | None:
 
 # A word found in more than this many memories (any namespace) is common. Ranking a word costs one
 # score per memory that holds it, and FTS5's BM25 first counts them all, so on a big store a query
-# with "the" or "user" scores most of the store while the word itself adds almost nothing to which
-# memory is meant (BM25 gives a word in half the memories the least weight there is). An absolute
-# number rather than a share of the store bounds what one word costs, whatever the store's size.
+# with "the" or "user" scores most of the store. BM25 weighs a word less the more memories hold it,
+# and a word in half of them next to nothing; a rarer word in the query says more about which
+# memory is meant. An absolute number rather than a share of the store bounds what one word costs,
+# whatever the store's size.
 COMMON_WORD_MEMORIES = 5_000
 
-# Counts the memories holding one word, up to a limit: it stops at the limit, so a common word costs
-# as much to recognise as a rare one.
+# Counts the memories holding one word, up to a limit. FTS5 stops reading at the limit, so on SQLite
+# a common word costs about as much to recognise as a rare one; PostgreSQL's GIN scan reads the
+# word's whole entry list first.
 WORD_COUNT_SQL = {
     "sqlite": f"SELECT count(*) FROM (SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :word LIMIT :limit)",
     "postgresql": (

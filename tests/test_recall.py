@@ -143,7 +143,7 @@ def test_any_k_is_accepted_and_beyond_the_matches_means_every_match(store):
 
 
 def common_word_store(store):
-    """'the' in one memory more than COMMON_WORD_MEMORIES, 'edge' in exactly that many, a few rare words."""
+    """'the' and 'filler' in more than COMMON_WORD_MEMORIES memories, 'edge' in exactly that many, a few rare words."""
     from memstore.search import COMMON_WORD_MEMORIES
 
     records = [
@@ -161,13 +161,23 @@ def common_word_store(store):
 
 def test_common_words_drop_out_when_the_query_has_a_rarer_word(store):
     """'the' (in more than COMMON_WORD_MEMORIES memories) neither matches nor ranks next to 'zebra':
-    the 5,000 filler notes holding only 'the' no longer fill the results, and the answer is the
+    the 5,001 filler notes holding 'the' but no 'zebra' no longer fill the results, and the answer is the
     ranking of 'zebra' alone, even when that is fewer than k memories."""
     common_word_store(store)
     assert ids(store.recall("the zebra", k=5, touch=False)) == ids(store.recall("zebra", k=5, touch=False))
     assert sorted(ids(store.recall("the zebra", k=5, touch=False))) == ["z1", "z2"]
-    # Counted over the whole store: 'office' stays a word to match on in namespace "work" too.
-    assert ids(store.recall("the office", k=5, namespace="work", touch=False)) == ["o1"]
+
+
+def test_common_is_counted_over_every_namespace(store):
+    """'the' is in only one memory of "work" but in thousands of "default": it drops out there too."""
+    common_word_store(store)
+    store.add_many(
+        [
+            {"id": "w1", "text": "the lunch menu", "namespace": "work"},
+            {"id": "w2", "text": "the office plan", "namespace": "work"},
+        ]
+    )
+    assert sorted(ids(store.recall("the office", k=5, namespace="work", touch=False))) == ["o1", "w2"]
 
 
 def test_a_word_in_exactly_the_limit_of_memories_is_not_common(store):
