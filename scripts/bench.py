@@ -668,10 +668,12 @@ def table_rows(results: list[dict]) -> list[dict]:
         ms, raw = med(c["memstore_full"]), med(c["raw_full"])
         rows.append(dict(scenario="consolidate full vs bare SQL", size=n, memstore=ms, baseline=raw,
                          ratio=ms / raw, ratio_def="ms/raw", target="<= 1.3", met=ms / raw <= 1.3))
+        # With capacity size // 10 the live store is only ~size/10: the targets, which speak of the
+        # live store, are judged on the live-store rows below; these are for reference.
         inc, full2 = med(c["memstore_incremental"]), med(c["memstore_full_after_writes"])
-        rows.append(dict(scenario="consolidate +1000 writes: incr vs full", size=n, memstore=inc, baseline=full2,
-                         ratio=inc / full2, ratio_def="incr/full", target="<= 0.10 (at 1M)",
-                         met=(inc / full2 <= 0.10) if n == 1_000_000 else None))
+        live_k = c["incremental_counts"]["live_before"] // 1000
+        rows.append(dict(scenario=f"consolidate +1000 writes, live {live_k:,}k: incr vs full", size=n, memstore=inc,
+                         baseline=full2, ratio=inc / full2, ratio_def="incr/full", target="(for reference)", met=None))
         if "raw_move_archived_rows" in c:
             floor = med(c["raw_move_archived_rows"])
             rows.append(dict(scenario="  floor: move those rows bare vs full", size=n, memstore=floor, baseline=full2,
@@ -679,9 +681,10 @@ def table_rows(results: list[dict]) -> list[dict]:
         smaller = by_size.get(n // 10)
         if smaller is not None:
             inc_small = med(smaller["consolidation"]["memstore_incremental"])
-            rows.append(dict(scenario=f"incr growth {n // 10:,} -> {n:,}", size=n, memstore=inc, baseline=inc_small,
-                             ratio=inc / inc_small, ratio_def="incr(N)/incr(N/10)", target="<= 1.5 (100k->1M)",
-                             met=(inc / inc_small <= 1.5) if n == 1_000_000 else None))
+            small_k = smaller["consolidation"]["incremental_counts"]["live_before"] // 1000
+            rows.append(dict(scenario=f"incr growth, live {small_k:,}k -> {live_k:,}k", size=n, memstore=inc,
+                             baseline=inc_small, ratio=inc / inc_small, ratio_def="incr(N)/incr(N/10)",
+                             target="(for reference)", met=None))
         live = r.get("live_store")
         if live:
             inc, full2 = med(live["memstore_incremental"]), med(live["memstore_full_after_writes"])
