@@ -1,6 +1,9 @@
 """memstore: a persistent memory store for AI agents, kept small and free of duplicates."""
 
-from .consolidate import ConsolidationReport, RestoreReport
+from __future__ import annotations
+
+from typing import Any
+
 from .errors import (
     IdConflictError,
     MemstoreError,
@@ -12,8 +15,20 @@ from .errors import (
 )
 from .normalize import normalize_key
 from .reference import consolidate_memories
-from .search import CheckResult
 from .store import AddResult, MemoryStore
+
+# Report classes of the job and of recall, loaded on first use: `import memstore` (and a per-turn
+# `memstore add`) does not pay for the job, recall and hygiene modules.
+_LAZY = {"ConsolidationReport": "consolidate", "RestoreReport": "consolidate", "CheckResult": "search"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AddResult", "CheckResult", "ConsolidationReport", "IdConflictError", "MemoryStore", "MemstoreError",

@@ -3,12 +3,14 @@
 The copy is taken in one backup step under a read transaction, so it is a consistent snapshot even
 while agents keep writing (WAL lets them), and it includes what is still in the -wal file. It is
 written to a temporary file beside the destination and renamed into place, so a crash never leaves
-a half-written backup under the destination's name.
+a half-written backup under the destination's name. A new backup is private to its owner (0600); one
+written over an existing file (`force`) keeps that file's mode.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from .errors import MemstoreError
+from .files import create_private_file
 
 COUNTED_TABLES = ("memories", "memory_archive", "consolidation_runs")
 
@@ -33,6 +36,9 @@ def backup_sqlite(engine: Engine, destination: str | os.PathLike[str], *, force:
         raise MemstoreError(f"{target.parent} does not exist")
 
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    create_private_file(partial)
+    if target.exists():
+        shutil.copymode(target, partial)
     raw = engine.raw_connection()
     try:
         copy = sqlite3.connect(partial)

@@ -3,19 +3,21 @@
 Finds what hand edits, crashes or an old tool can leave behind: a failed integrity check, rows whose
 stored `norm_key` is not `normalize_key(text)` (say, text edited in the sqlite3 shell), ids live and
 archived at once, a schema not at head, index drift, a full-text index or live counts out of step,
-WAL switched off.
+WAL switched off, a store file that other local users can read.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, bindparam, select, update
 
 from .consolidate import live_counts_by_namespace, recount_live
 from .db import read_transaction, write_transaction
-from .migrate import current_revision, head_revision, index_drift
-from .models import FTS_TABLE, LIVE_COUNTS_TABLE, LIVE_COUNTS_TRIGGERS, SEQ_GUARD_TRIGGER, ArchivedMemory, Memory
+from .files import PRIVATE_FILE_MODE, shared_with_others
+from .migrate import SCHEMA_HEAD, current_revision, index_drift
+from .schema import FTS_TABLE, LIVE_COUNTS_TABLE, LIVE_COUNTS_TRIGGERS, SEQ_GUARD_TRIGGER, memories, memory_archive
 from .normalize import normalize_key
 
 FTS_TRIGGERS = tuple(f"{FTS_TABLE}_after_{event}" for event in ("insert", "delete", "update"))
@@ -43,8 +45,7 @@ class CheckReport:
 def _stale_keys(conn: Connection) -> list[tuple[str, str, str]]:
     """(table, id, correct key) for every row whose stored norm_key differs from normalize_key(text)."""
     wrong = []
-    for model in (Memory, ArchivedMemory):
-        table = model.__table__
+    for table in (memories, memory_archive):
         rows = conn.execution_options(yield_per=BATCH).execute(
             select(table.c.id, table.c.text, table.c.norm_key).order_by(table.c.id)
         )
@@ -86,31 +87,51 @@ def _sqlite_checks(conn: Connection, report: CheckReport) -> None:
         report.findings.append(Finding("fts", f"the recall index is out of step with memories ({exc.__class__.__name__})"))
 
 
+def _shared_files(engine: Engine) -> list[tuple[str, int]]:
+    """(path, mode) of the store's files (the database, -wal, -shm) that group or others can access."""
+    database = engine.url.database
+    found = []
+    for path in (database, f"{database}-wal", f"{database}-shm"):
+        if os.path.exists(path) and (mode := shared_with_others(path)) is not None:
+            found.append((path, mode))
+    return found
+
+
 def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
     """Run every check; with `fix`, recompute wrong keys and rebuild the recall index in one transaction."""
     report = CheckReport()
     with read_transaction(engine) as conn:
         report.checks_run += ["schema", "indexes", "ids", "norm_key"]
-        revision, head = current_revision(conn), head_revision()
+        revision, head = current_revision(conn), SCHEMA_HEAD
         if revision != head:
             report.findings.append(Finding("schema", f"schema revision is {revision}, head is {head}"))
         report.findings += [Finding("indexes", drift) for drift in index_drift(conn)]
-        memories, archive = Memory.__table__, ArchivedMemory.__table__
         both = conn.execute(
-            select(memories.c.id).where(memories.c.id.in_(select(archive.c.id))).order_by(memories.c.id)
+            select(memories.c.id).where(memories.c.id.in_(select(memory_archive.c.id))).order_by(memories.c.id)
         ).scalars().all()
         report.findings += [Finding("ids", f"{row_id!r} is both live and archived") for row_id in both]
         wrong_keys = _stale_keys(conn)
         if conn.dialect.name == "sqlite":
             _sqlite_checks(conn, report)
+    shared = _shared_files(engine) if engine.dialect.name == "sqlite" else []
+    if engine.dialect.name == "sqlite":
+        report.checks_run.append("permissions")
+    permission_findings = [
+        Finding("permissions", f"{path} is mode {mode:04o}: other local users can open it; --fix makes it 0600")
+        for path, mode in shared
+    ]
+    report.findings += permission_findings
+    if fix:
+        for (path, _), finding in zip(shared, permission_findings):
+            os.chmod(path, PRIVATE_FILE_MODE)
+            finding.fixed = True
     key_findings = [Finding("norm_key", f"{table} {row_id!r}: norm_key should be {key!r}") for table, row_id, key in wrong_keys]
     report.findings += key_findings
     fts_findings = [f for f in report.findings if f.check == "fts" and "trigger" not in f.detail]
     count_findings = [f for f in report.findings if f.check == "live_counts" and "trigger" not in f.detail]
     if fix and (key_findings or fts_findings or count_findings):
         with write_transaction(engine) as conn:
-            for model in (Memory, ArchivedMemory):
-                table = model.__table__
+            for table in (memories, memory_archive):
                 rows = [{"b_id": row_id, "b_key": key} for name, row_id, key in wrong_keys if name == table.name]
                 if rows:
                     conn.execute(update(table).where(table.c.id == bindparam("b_id")).values(norm_key=bindparam("b_key")), rows)

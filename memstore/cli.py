@@ -14,8 +14,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from .db import database_url, default_location
 from .errors import MemstoreError
+from .files import open_private
 from .io import iso_to_ms, read_checks, write_jsonl
-from .migrate import head_revision
+from .migrate import SCHEMA_HEAD
 from .store import MemoryStore
 
 
@@ -56,6 +57,13 @@ def parse_now(value: str | None) -> int | None:
         return iso_to_ms(value)
     except ValueError:
         raise click.BadParameter(f"not an ISO date: {value!r}", param_hint="--now") from None
+
+
+def list_kept_option(fn: Callable) -> Callable:
+    return click.option(
+        "--list-kept", is_flag=True,
+        help='Also list every kept id (JSON: "kept_ids"); this reads the whole live set.',
+    )(fn)  # fmt: skip
 
 
 def json_option(fn: Callable) -> Callable:
@@ -151,7 +159,7 @@ def init(ctx: click.Context) -> None:
         memstore --db agent.db init
     """
     store = open_store(ctx, create=True)
-    click.echo(f"store ready at {store.url} (schema {head_revision()})")
+    click.echo(f"store ready at {store.url} (schema {SCHEMA_HEAD})")
 
 
 @cli.command()
@@ -229,7 +237,7 @@ def import_(ctx, file, namespace, skip_invalid, as_json) -> None:
 @cli.command()
 @click.option("--archived", is_flag=True, help="Export the archive instead of the live set.")
 @namespace_options
-@click.option("--output", "-o", type=click.File("w", encoding="utf-8"), default="-", help="File (default: stdout).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-", help="File (default: stdout); a new one is created 0600.")
 @click.pass_context
 def export(ctx, archived, namespace, all_namespaces, output) -> None:
     """Export memories as JSON Lines.
@@ -242,7 +250,8 @@ def export(ctx, archived, namespace, all_namespaces, output) -> None:
     """
     namespace = chosen_namespace(namespace, all_namespaces)
     rows = open_store(ctx).iter_rows(namespace, archived=archived)
-    write_jsonl(rows, output)
+    with click.open_file("-", "w", encoding="utf-8") if output == "-" else open_private(output) as file:
+        write_jsonl(rows, file)
 
 
 @cli.command("list")
@@ -306,15 +315,17 @@ def show(ctx, memory_id, as_json) -> None:
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
 @click.option("--full", is_flag=True, help="Deduplicate every key, not only those written since the last run.")
 @checks_options
+@list_kept_option
 @json_option
 @click.pass_context
-def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks, k, as_json) -> None:
+def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks, k, list_kept, as_json) -> None:
     """Deduplicate, then evict to a capacity.
 
     Stage 1 keeps the newest memory of each normalised key; Stage 2 keeps the CAPACITY
     highest-ranked unpinned memories per namespace. Losers are archived, never deleted,
     and `memstore restore --run N` undoes the run. With --checks, the run is applied only if
-    every recall check still passes against its result.
+    every recall check still passes against its result. The report names what was archived
+    and counts what was kept; --list-kept also names every kept id.
 
     \b
     Example:
@@ -324,7 +335,7 @@ def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks,
     namespace = chosen_namespace(namespace, all_namespaces)
     check_list = read_checks_file(checks)
     report = open_store(ctx).consolidate(
-        capacity, namespace, dry_run=dry_run, full=full, list_kept=as_json, checks=check_list, k=k
+        capacity, namespace, dry_run=dry_run, full=full, list_kept=list_kept, checks=check_list, k=k
     )
     if as_json:
         return print_json(report.to_dict())
@@ -345,6 +356,8 @@ def print_run(ctx: click.Context, report) -> None:
     if report.archived:
         print_table(["archived", "namespace", "reason", "superseded_by"],
                     [[a.id, a.namespace, a.reason, a.superseded_by] for a in report.archived])  # fmt: skip
+    if report.kept_ids is not None:
+        click.echo(f"kept: {' '.join(report.kept_ids)}")
     for check in report.checks:
         click.echo(f"check {'pass' if check.passed else 'FAIL'}: {check.query!r} expects {check.expect_id}")
     if not report.dry_run and report.archived:
@@ -465,9 +478,10 @@ def report(ctx, namespace, all_namespaces, now, near_threshold, as_json) -> None
 @click.option("--now", default=None, metavar="DATE", help="Reference date (ISO) for staleness; default: now.")
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
 @checks_options
+@list_kept_option
 @json_option
 @click.pass_context
-def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dry_run, checks, k, as_json) -> None:
+def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dry_run, checks, k, list_kept, as_json) -> None:
     """Archive exact duplicates and stale memories.
 
     Exact duplicates go by the consolidation rule (the newest copy survives); memories
@@ -483,7 +497,7 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
     check_list = read_checks_file(checks)
     result = open_store(ctx).prune(
         namespace, now=parse_now(now), stale_threshold=stale_threshold, min_age_days=min_age_days,
-        dry_run=dry_run, checks=check_list, k=k,
+        dry_run=dry_run, list_kept=list_kept, checks=check_list, k=k,
     )  # fmt: skip
     if as_json:
         return print_json(result.to_dict())
@@ -545,7 +559,7 @@ def backup(ctx, destination, force, as_json) -> None:
 
 
 @cli.command()
-@click.option("--fix", is_flag=True, help="Recompute wrong norm_key values and rebuild the recall index.")
+@click.option("--fix", is_flag=True, help="Recompute wrong norm_key values, rebuild the recall index and live counts, make the store's files 0600.")
 @json_option
 @click.pass_context
 def check(ctx, fix, as_json) -> None:
@@ -553,7 +567,8 @@ def check(ctx, fix, as_json) -> None:
 
     integrity_check, norm_key = normalize_key(text) on every row (e.g. after edits in the
     sqlite3 shell), no id both live and archived, schema at head, indexes as the models
-    define them, the recall index in step, WAL on. Exit 1 on any finding not fixed.
+    define them, the recall index in step, WAL on, the store's files readable by their owner
+    only. Exit 1 on any finding not fixed.
 
     \b
     Example:

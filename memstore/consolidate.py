@@ -14,25 +14,20 @@ from sqlalchemy import Connection, bindparam, case, delete, false, func, insert,
 
 from .errors import MemstoreError, NotFoundError
 from .hygiene import stale_ids
-from .models import (
+from .schema import (
     LIVE_COUNTS_TABLE,
     LIVE_COUNTS_TRIGGERS,
     MEMORY_COLUMNS,
     RANK_ORDER,
     RANK_ORDER_FROM_BOTTOM,
     STAGE1_ORDER,
-    ArchivedMemory,
-    ConsolidationRun,
-    Memory,
-    MemoryMerge,
+    consolidation_runs as runs,
+    memories,
+    memory_archive as archive,
+    memory_merges as merges,
 )
 from .records import now_ms
 from .search import CheckResult
-
-memories = Memory.__table__
-archive = ArchivedMemory.__table__
-runs = ConsolidationRun.__table__
-merges = MemoryMerge.__table__
 
 # Bound parameters per statement stay well under SQLite's limit.
 CHUNK = 500
@@ -60,7 +55,9 @@ class ConsolidationReport:
     started_at: int = 0
     finished_at: int = 0
     pinned_kept: int = 0
-    kept_ids: list[str] = field(default_factory=list)  # by namespace, then rank order (if listed)
+    # Every kept id, by namespace then rank order, only when asked for (list_kept=True): a report
+    # grows with what a run changed, not with the size of the store.
+    kept_ids: list[str] | None = None
     kept_count: int = 0
     incremental: bool = False
     archived: list[ArchivedEntry] = field(default_factory=list)
@@ -98,7 +95,7 @@ class ConsolidationReport:
             "duplicates": self.duplicates,
             "evicted": self.evicted,
             "stale": self.stale,
-            "kept_ids": self.kept_ids,
+            **({} if self.kept_ids is None else {"kept_ids": self.kept_ids}),
             "archived": [entry.__dict__ for entry in self.archived],
             "checks": [check.__dict__ for check in self.checks],
         }
@@ -400,7 +397,7 @@ def _start_run(conn: Connection, report: ConsolidationReport, counts: dict[str, 
 
 
 def _finish_run(
-    conn: Connection, report: ConsolidationReport, run_id: int, counts: dict[str, LiveCount], *, list_kept: bool = True
+    conn: Connection, report: ConsolidationReport, run_id: int, counts: dict[str, LiveCount], *, list_kept: bool = False
 ) -> ConsolidationReport:
     scope = [] if report.namespace is None else [memories.c.namespace == report.namespace]
     report.archived = [
@@ -452,7 +449,7 @@ def consolidate_in_transaction(
     *,
     dry_run: bool = False,
     full: bool = False,
-    list_kept: bool = True,
+    list_kept: bool = False,
 ) -> ConsolidationReport:
     """Stage 1 then Stage 2 over one namespace (or all, when `namespace` is None), recorded as one run.
 
@@ -484,6 +481,7 @@ def prune_in_transaction(
     stale_threshold: float,
     min_age_days: int,
     dry_run: bool = False,
+    list_kept: bool = False,
 ) -> ConsolidationReport:
     """The hygiene prune: exact duplicates by the Stage 1 rule, then stale memories; pinned kept."""
     params = {"stale_threshold": stale_threshold, "min_age_days": min_age_days, "as_of": as_of}
@@ -494,7 +492,7 @@ def prune_in_transaction(
     for each in sorted(counts):
         _stage1_deduplicate(conn, each, run_id, now)
         _archive_stale(conn, each, run_id, now, as_of, stale_threshold, min_age_days)
-    return _finish_run(conn, report, run_id, counts)
+    return _finish_run(conn, report, run_id, counts, list_kept=list_kept)
 
 
 @dataclass

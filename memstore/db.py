@@ -13,6 +13,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from .errors import StoreBusyError
+from .files import create_private_file, make_private_dirs
 
 # Long enough for a consolidation run of a million rows to finish while an agent waits to write.
 BUSY_TIMEOUT_MS = 60_000
@@ -76,7 +77,10 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
 def make_engine(path_or_url: str | os.PathLike[str], busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Engine:
     url = make_url(database_url(path_or_url))
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        # A new store is private before SQLite writes a byte to it (its -wal and -shm files take
+        # the store file's mode); an existing one keeps the mode its owner gave it.
+        make_private_dirs(Path(url.database).parent)
+        create_private_file(url.database)
     engine = create_engine(url)
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine, busy_timeout_ms)

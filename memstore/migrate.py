@@ -1,19 +1,30 @@
-"""Alembic, run from code: `memstore init` and `MemoryStore` bring a database to head through here."""
+"""Alembic, run from code: `memstore init` and `MemoryStore` bring a database to head through here.
+
+Opening a store already at head is the common case (every CLI call of an agent's per-turn hook), so
+it costs one read of `alembic_version` and never imports Alembic; Alembic is loaded only to create
+or upgrade a store.
+"""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, text
 
 from .db import write_transaction
 from .errors import SchemaError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+# The newest revision in migrations/versions, which the models describe. Known here so that opening
+# a store at head needs no Alembic; a test checks it is Alembic's own head.
+SCHEMA_HEAD = "0005"
+VERSION_TABLE = "alembic_version"
 
 
 def migrations_dir() -> Path:
@@ -22,6 +33,8 @@ def migrations_dir() -> Path:
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
     config.attributes["connection"] = connection
@@ -30,17 +43,26 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 @lru_cache(maxsize=1)
 def _scripts() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config())
 
 
 def head_revision() -> str:
+    """Alembic's head, read from the migration scripts (SCHEMA_HEAD is the same, without Alembic)."""
     head = _scripts().get_current_head()
     assert head is not None, "memstore ships at least one migration"
     return head
 
 
 def current_revision(conn: Connection) -> str | None:
-    return MigrationContext.configure(conn).get_current_revision()
+    """The revision stored in the database; None for a database memstore never migrated."""
+    if not conn.dialect.has_table(conn, VERSION_TABLE):
+        return None
+    stored = conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars().all()
+    if len(stored) > 1:
+        raise SchemaError(f"{VERSION_TABLE} holds several revisions ({', '.join(sorted(stored))}); memstore's history is linear")
+    return stored[0] if stored else None
 
 
 def _check_known(revision: str | None) -> None:
@@ -57,27 +79,28 @@ def _check_known(revision: str | None) -> None:
 
 def upgrade(engine: Engine) -> str:
     """Bring the database to head inside one write transaction; return the head revision."""
-    head = head_revision()
     with engine.connect() as probe:
         revision = current_revision(probe)
+    if revision == SCHEMA_HEAD:
+        return SCHEMA_HEAD
+    from alembic import command
+
     _check_known(revision)
-    if revision == head:
-        return head
     with write_transaction(engine) as conn:
         # Re-read under the write lock: another process may have migrated meanwhile.
         revision = current_revision(conn)
         _check_known(revision)
-        if revision != head:
+        if revision != SCHEMA_HEAD:
             command.upgrade(alembic_config(conn), "head")
-    return head
+    return SCHEMA_HEAD
 
 
 def comparison_options(conn: Connection) -> dict:
     """How Alembic compares the models with a database: shared by env.py and the tests."""
-    from .models import Base, managed_outside_models
+    from .schema import managed_outside_models, metadata
 
     return {
-        "target_metadata": Base.metadata,
+        "target_metadata": metadata,
         "render_as_batch": conn.dialect.name == "sqlite",
         "compare_type": True,
         "compare_server_default": False,
@@ -95,7 +118,7 @@ def index_drift(conn: Connection) -> list[str]:
     from sqlalchemy import text
     from sqlalchemy.schema import CreateIndex
 
-    from .models import Base
+    from .schema import metadata
 
     def squash(ddl: str) -> str:
         return " ".join(ddl.replace('"', "").replace("\n", " ").split()).lower()
@@ -104,7 +127,7 @@ def index_drift(conn: Connection) -> list[str]:
         return []
     stored = dict(conn.execute(text("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")).all())
     drift = []
-    for table in Base.metadata.sorted_tables:
+    for table in metadata.sorted_tables:
         for index in sorted(table.indexes, key=lambda i: i.name):
             expected = squash(str(CreateIndex(index).compile(dialect=conn.dialect)))
             actual = stored.get(index.name)

@@ -15,10 +15,8 @@ from typing import Any
 from sqlalchemy import Connection, Integer, bindparam, column, select, text, update
 
 from .hygiene import tokens
-from .models import FTS_TABLE, ArchivedMemory, Memory
-
-memories = Memory.__table__
-archive = ArchivedMemory.__table__
+from .schema import FTS_TABLE, memories
+from .schema import memory_archive as archive
 
 
 @dataclass

@@ -6,25 +6,28 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, bindparam, func, insert, select
 
-from . import consolidate as job
-from . import hygiene, search
-from .backup import backup_sqlite
-from .check import CheckReport, check_store
 from .db import BUSY_TIMEOUT_MS, checkpoint, default_location, is_sqlite, sqlite_file_missing, make_engine, read_transaction, write_transaction
 from .errors import IdConflictError, MemstoreError, NotFoundError, RecallCheckError, ValidationError
 from .io import read_memories
 from .migrate import upgrade
-from .models import MEMORY_COLUMNS, RANK_ORDER, ArchivedMemory, ConsolidationRun, Memory
+from .schema import MEMORY_COLUMNS, RANK_ORDER, memories
+from .schema import consolidation_runs as runs
+from .schema import memory_archive as archive
 from .records import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, PreparedRow, is_retry_of, now_ms, prepare_row
 from .validate import check_capacity
 
-memories = Memory.__table__
-archive = ArchivedMemory.__table__
-runs = ConsolidationRun.__table__
+if TYPE_CHECKING:
+    from .check import CheckReport
+    from .consolidate import ConsolidationReport, RestoreReport
+    from .search import CheckResult
+
+# The job, recall, hygiene, check and backup modules are imported by the methods that use them, so
+# a per-turn `memstore add` loads none of them.
+
 
 # SQLite allows 32766 bound parameters per statement; stay well below for id look-ups.
 _LOOKUP_CHUNK = 500
@@ -269,6 +272,8 @@ class MemoryStore:
         self, query: str, k: int = 5, namespace: str = DEFAULT_NAMESPACE, *, touch: bool = True
     ) -> list[dict[str, Any]]:
         """The k live memories that best match `query`, best first; each gets recall_count + 1 unless touch=False."""
+        from . import search
+
         if not touch:
             with read_transaction(self.engine) as conn:
                 return search.recall_rows(conn, query, k, namespace)
@@ -278,8 +283,10 @@ class MemoryStore:
             search.touch(conn, [row["id"] for row in rows], now)
         return [dict(row, recall_count=row["recall_count"] + 1, last_recalled_at=now) for row in rows]
 
-    def verify(self, checks: Sequence[Mapping[str, str]], k: int = 3) -> list[search.CheckResult]:
+    def verify(self, checks: Sequence[Mapping[str, str]], k: int = 3) -> list[CheckResult]:
         """Run recall checks against the live set; recall counts are not touched."""
+        from . import search
+
         with read_transaction(self.engine) as conn:
             return search.run_checks(conn, checks, k)
 
@@ -288,9 +295,14 @@ class MemoryStore:
         namespace: str | None = DEFAULT_NAMESPACE,
         *,
         now: int | None = None,
-        near_threshold: float = hygiene.NEAR_DUPLICATE_THRESHOLD,
+        near_threshold: float | None = None,
     ) -> dict[str, Any]:
-        """The hygiene inventory of the live set (see memstore.hygiene for every definition)."""
+        """The hygiene inventory of the live set (see memstore.hygiene for every definition);
+        `near_threshold` defaults to hygiene.NEAR_DUPLICATE_THRESHOLD."""
+        from . import hygiene
+
+        if near_threshold is None:
+            near_threshold = hygiene.NEAR_DUPLICATE_THRESHOLD
         as_of = now_ms() if now is None else now
         report = hygiene.build_report(list(self.iter_rows(namespace)), as_of, near_threshold=near_threshold)
         return {"namespace": namespace, "now": as_of, "near_duplicate_threshold": near_threshold, **report}
@@ -304,18 +316,20 @@ class MemoryStore:
         dry_run: bool = False,
         *,
         full: bool = False,
-        list_kept: bool = True,
+        list_kept: bool = False,
         checks: Sequence[Mapping[str, str]] | None = None,
         k: int = 3,
-    ) -> job.ConsolidationReport:
+    ) -> ConsolidationReport:
         """Deduplicate, then evict to `capacity`, in one transaction; `namespace=None` runs every namespace.
 
         After a first run, a run is incremental: Stage 1 reads only the keys written since the last
         run and Stage 2 evicts from the bottom of the ranking, with the same result as a full run
-        (`full=True` forces one). `list_kept=False` leaves `kept_ids` empty, which saves reading
-        every kept id on a large store. A dry run executes the same statements and rolls them back.
+        (`full=True` forces one). The report counts what was kept; `list_kept=True` also lists every
+        kept id in `kept_ids`, which reads the whole live set. A dry run executes the same statements and rolls them back.
         With `checks`, the run commits only if every recall check passes against its result.
         """
+        from . import consolidate as job
+
         check_capacity(capacity)
         return self._run_job(
             lambda conn: job.consolidate_in_transaction(
@@ -332,21 +346,26 @@ class MemoryStore:
         stale_threshold: float = 0.8,
         min_age_days: int = 90,
         dry_run: bool = False,
+        list_kept: bool = False,
         checks: Sequence[Mapping[str, str]] | None = None,
         k: int = 3,
-    ) -> job.ConsolidationReport:
+    ) -> ConsolidationReport:
         """Archive exact duplicates (Stage 1 rule: newest wins) and stale memories; pinned ones stay."""
+        from . import consolidate as job
+
         as_of = now_ms() if now is None else now
         return self._run_job(
             lambda conn: job.prune_in_transaction(
                 conn, namespace, now_ms(), as_of=as_of, stale_threshold=stale_threshold,
-                min_age_days=min_age_days, dry_run=dry_run,
+                min_age_days=min_age_days, dry_run=dry_run, list_kept=list_kept,
             ),
             dry_run, checks, k,
         )  # fmt: skip
 
-    def _run_job(self, apply, dry_run: bool, checks, k: int) -> job.ConsolidationReport:
+    def _run_job(self, apply, dry_run: bool, checks, k: int) -> ConsolidationReport:
         """Apply a job in one write transaction; keep it only if it is real and every check passes."""
+        from . import search
+
         with write_transaction(self.engine, defer_checkpoint=True) as conn:
             report = apply(conn)
             if checks:
@@ -368,8 +387,10 @@ class MemoryStore:
             worker.start()
             self._checkpoints.append(worker)
 
-    def restore(self, run_id: int) -> job.RestoreReport:
+    def restore(self, run_id: int) -> RestoreReport:
         """Undo a run: its archived rows go back to the live set, whole."""
+        from . import consolidate as job
+
         with write_transaction(self.engine) as conn:
             return job.restore_in_transaction(conn, run_id, now_ms())
 
@@ -377,10 +398,14 @@ class MemoryStore:
         """Copy the store to `destination` with SQLite's online backup API (consistent while others write)."""
         if not self.is_sqlite:
             raise MemstoreError("backup works on SQLite stores only; for PostgreSQL use pg_dump")
+        from .backup import backup_sqlite
+
         return backup_sqlite(self.engine, destination, force=force)
 
     def check(self, *, fix: bool = False) -> CheckReport:
         """Integrity, keys, ids, schema and index checks; `fix` repairs keys and the recall index."""
+        from .check import check_store
+
         return check_store(self.engine, fix=fix)
 
     def namespaces(self) -> list[str]:

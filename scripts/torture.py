@@ -180,7 +180,7 @@ def copy_store(source: Path, destination: Path) -> Path:
         raise RuntimeError(f"{source} has WAL content: copying the file alone would lose it")
     for suffix in ("", "-wal", "-shm"):
         Path(f"{destination}{suffix}").unlink(missing_ok=True)
-    shutil.copyfile(source, destination)
+    shutil.copy(source, destination)  # with its mode: the copy is as private as the store
     return destination
 
 
@@ -483,7 +483,7 @@ def child_jobloop(argv: list[str]) -> int:
         try:
             report = store.consolidate(args.capacity, namespace=None)
             entry = {"run": report.run_id, "s": time.perf_counter() - start, "live_before": report.live_before,
-                     "kept": len(report.kept_ids), "duplicates": report.duplicates, "evicted": report.evicted}  # fmt: skip
+                     "kept": report.kept_count, "duplicates": report.duplicates, "evicted": report.evicted}  # fmt: skip
         except Exception as exc:
             entry = {"e": type(exc).__name__, "msg": str(exc)[:300], "s": time.perf_counter() - start}
         os.write(fd, (json.dumps(entry) + "\n").encode())

@@ -36,6 +36,15 @@ def empty_store(store: MemoryStore) -> None:
             conn.execute(text(f"DELETE FROM {table}"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def common_umask():
+    """Tests run under the umask most machines have (022), so "private whatever the umask" is tested
+    where a careless file would come out world-readable."""
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
 @pytest.fixture(autouse=True)
 def isolated_app_dir(tmp_path, monkeypatch):
     """Point memstore's default location into the test's temp dir."""

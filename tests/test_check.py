@@ -20,7 +20,7 @@ def test_a_healthy_store_passes(sqlite_store, db_path):
     sqlite_store.add_many(SEED_SAMPLE)
     sqlite_store.consolidate(1)
     result = run(db_path, "check")
-    assert (result.exit_code, result.output) == (0, "ok: 8 checks, 0 findings\n")
+    assert (result.exit_code, result.output) == (0, "ok: 9 checks, 0 findings\n")
 
 
 def test_text_edited_in_the_shell_is_found_and_fixed(sqlite_store, db_path):

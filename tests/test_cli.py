@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from memstore import MemoryStore
 from memstore.cli import cli
+from memstore.migrate import SCHEMA_HEAD
 
 from .conftest import SEED_SAMPLE
 
@@ -48,7 +50,7 @@ def sample_file(tmp_path):
 
 def test_seed_sample_through_the_cli_leaves_m3_then_m2(run, sample_file, db_path):
     assert run("import", str(sample_file)).output == "imported 3 memories (0 already stored)\n"
-    result = run("consolidate", "--capacity", "5", "--json")
+    result = run("consolidate", "--capacity", "5", "--json", "--list-kept")
     assert result.exit_code == 0
     report = json.loads(result.output)
     assert report["kept_ids"] == ["m3", "m2"]
@@ -209,3 +211,87 @@ def test_import_reports_progress_per_line(store, tmp_path):
     with path.open("rb") as source:
         store.import_file(source, str(path), progress=lambda line, total: seen.append((line, total)))
     assert seen[0] == (1, 51) and seen[-1] == (50, 51) and len(seen) == 50
+
+
+def _modules_after(code: str, cwd: Path) -> set[str]:
+    """The memstore and alembic modules a fresh interpreter has loaded after running `code`."""
+    script = code + "\nimport sys, json; print(json.dumps(sorted(m for m in sys.modules if m.startswith(('memstore', 'alembic', 'sqlalchemy.orm')))))"
+    done = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, check=True)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+# What a per-turn hook's command must not pay for.
+JOB_MODULES = {"alembic", "memstore.consolidate", "memstore.hygiene", "memstore.search", "memstore.check", "memstore.backup", "sqlalchemy.orm"}
+
+
+def test_importing_the_cli_loads_neither_alembic_nor_the_job(tmp_path):
+    assert not _modules_after("import memstore.cli", tmp_path) & JOB_MODULES
+
+
+@pytest.mark.parametrize("command", [["add", "User prefers dark mode."], ["list"], ["show", "m1"]])
+def test_a_command_on_a_store_at_head_loads_only_what_it_uses(tmp_path, command):
+    db = tmp_path / "store.db"
+    with MemoryStore(db) as store:
+        store.add("first", id="m1")
+    code = (
+        "from click.testing import CliRunner\nfrom memstore.cli import cli\n"
+        f"result = CliRunner().invoke(cli, {['--db', str(db), *command]!r}, catch_exceptions=False)\n"
+        "assert result.exit_code == 0, result.output"
+    )
+    assert not _modules_after(code, tmp_path) & JOB_MODULES
+
+
+def test_recall_loads_search_but_not_alembic_or_the_job(tmp_path):
+    db = tmp_path / "store.db"
+    MemoryStore(db).close()
+    code = f"from click.testing import CliRunner\nfrom memstore.cli import cli\nCliRunner().invoke(cli, ['--db', {str(db)!r}, 'recall', 'x'])"
+    loaded = _modules_after(code, tmp_path)
+    assert "memstore.search" in loaded
+    assert not loaded & {"alembic", "memstore.consolidate", "memstore.check", "sqlalchemy.orm"}
+
+
+def test_a_store_behind_head_still_loads_alembic_and_is_upgraded(tmp_path):
+    db = tmp_path / "new.db"  # missing: created and migrated
+    loaded = _modules_after(f"from memstore import MemoryStore\nMemoryStore({str(db)!r}).close()", tmp_path)
+    assert "alembic" in loaded
+    assert sqlite3_rows(db, "SELECT version_num FROM alembic_version") == [(SCHEMA_HEAD,)]
+
+
+def sqlite3_rows(path: Path, query: str) -> list[tuple]:
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        return conn.execute(query).fetchall()
+
+
+def _no_change_report(tmp_path: Path, size: int) -> str:
+    db = tmp_path / f"store-{size}.db"
+    with MemoryStore(db) as store:
+        store.add_many({"id": f"m{n:05d}", "text": f"fact number {n}", "timestamp": n} for n in range(size))
+        store.consolidate(size)  # consolidated: the next run changes nothing
+    result = CliRunner().invoke(cli, ["--db", str(db), "consolidate", "--capacity", str(size), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0
+    return result.output
+
+
+def test_a_run_that_changes_nothing_reports_the_same_on_100_and_10000_memories(tmp_path):
+    import re
+
+    small, large = _no_change_report(tmp_path, 100), _no_change_report(tmp_path, 10_000)
+    assert small.count("\n") == large.count("\n") == 1  # one line
+    assert "kept_ids" not in small and json.loads(large)["kept"] == 10_000
+    # Same document, byte for byte, once each number is written at one width: the live set's size
+    # shows only in the digits of its counts.
+    def same_width(report: str) -> str:
+        return re.sub(r"\d+", "0", report)
+
+    assert same_width(small) == same_width(large)
+    assert len(large) - len(small) == 3 * len("10000") - 3 * len("100")  # capacity, live_before, kept
+
+
+def test_list_kept_asks_for_every_kept_id(run, sample_file):
+    run("import", str(sample_file))
+    listed = json.loads(run("consolidate", "--capacity", "5", "--dry-run", "--json", "--list-kept").output)
+    assert listed["kept_ids"] == ["m3", "m2"]
+    human = run("consolidate", "--capacity", "5", "--list-kept").output
+    assert "kept: m3 m2\n" in human

@@ -42,11 +42,11 @@ def test_sql_job_leaves_exactly_what_the_reference_keeps(shared_store, records, 
     store.add_many(records)
     by_id = {r["id"]: r for r in records}
 
-    dry = store.consolidate(capacity, target, dry_run=True)
+    dry = store.consolidate(capacity, target, dry_run=True, list_kept=True)
     assert store.count(None) == len(records) and store.count(None, archived=True) == 0
     assert store.runs() == []
 
-    report = store.consolidate(capacity, target)
+    report = store.consolidate(capacity, target, list_kept=True)
     assert dry.kept_ids == report.kept_ids and dry.archived == report.archived
 
     expected_kept, expected_archived = [], {}
@@ -81,7 +81,7 @@ def test_sql_job_leaves_exactly_what_the_reference_keeps(shared_store, records, 
         assert row["recall_count"] == sum(m["recall_count"] for m in family)
         assert row["last_recalled_at"] == (max(times) if times else None)
 
-    again = store.consolidate(capacity, target)
+    again = store.consolidate(capacity, target, list_kept=True)
     assert again.archived == []
 
     store.restore(report.run_id)

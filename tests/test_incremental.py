@@ -107,7 +107,7 @@ def test_incremental_and_full_runs_leave_identical_stores(twin_stores, steps):
         elif action == "consolidate":
             capacity, namespace = args
             fast = incremental.consolidate(capacity, namespace, list_kept=False)
-            slow = full.consolidate(capacity, namespace, full=True)
+            slow = full.consolidate(capacity, namespace, full=True, list_kept=True)
             assert fast.archived == slow.archived
             assert (fast.kept_count, fast.pinned_kept) == (len(slow.kept_ids), slow.pinned_kept)
             assert _live_counts_table_matches_rows(incremental)  # a drift was found and recounted
@@ -150,7 +150,7 @@ def test_counts_survive_a_pinned_value_written_from_the_shell(tmp_path):
         second = store.consolidate(5, list_kept=False)
         assert second.incremental
         assert (second.live_before, second.kept_count, second.pinned_kept, second.evicted) == (11, 8, 3, 3)
-        assert sorted(store.consolidate(5, dry_run=True).kept_ids) == sorted(r["id"] for r in store.list())
+        assert sorted(store.consolidate(5, dry_run=True, list_kept=True).kept_ids) == sorted(r["id"] for r in store.list())
 
 
 @pytest.mark.parametrize("stored", ["2", "''", "x'00'"])

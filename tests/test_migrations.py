@@ -24,7 +24,7 @@ from sqlalchemy import Engine
 from memstore.cli import cli
 from memstore.db import make_engine, write_transaction
 from memstore.errors import SchemaError
-from memstore.migrate import alembic_config, comparison_options, current_revision, head_revision, index_drift, upgrade
+from memstore.migrate import SCHEMA_HEAD, alembic_config, comparison_options, current_revision, head_revision, index_drift, upgrade
 from memstore.models import LIVE_COUNTS_TABLE, Base
 from memstore.store import MemoryStore
 
@@ -114,6 +114,12 @@ def test_migrations_folder_has_exactly_one_head() -> None:
     heads = scripts().get_heads()
     assert len(heads) == 1, f"branched migrations, heads: {heads}"
     assert heads[0] == head_revision()
+
+
+def test_schema_head_names_alembics_head() -> None:
+    # Opening a store compares its revision with SCHEMA_HEAD without loading Alembic: a new
+    # migration must move SCHEMA_HEAD too, or every open would run the upgrade machinery.
+    assert SCHEMA_HEAD == head_revision()
 
 
 def test_migration_chain_starts_at_base_and_is_linear() -> None:

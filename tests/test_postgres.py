@@ -105,7 +105,7 @@ def test_ids_tied_on_everything_else_sort_by_code_point_on_both_backends(backend
     with MemoryStore(url) as store:
         store.add_many([{"id": i, "text": f"fact {i}", "timestamp": 1, "importance": 3} for i in ("é", "a", "B")])
         assert [m["id"] for m in store.list()] == ["B", "a", "é"]
-        report = store.consolidate(2)
+        report = store.consolidate(2, list_kept=True)
         assert report.kept_ids == ["B", "a"] and [a.id for a in report.archived] == ["é"]
         store.add_many([{"id": i, "text": "same fact", "timestamp": 1, "importance": 3} for i in ("é2", "a2", "B2")])
         assert store.consolidate(10).archived[0].superseded_by == "B2"
@@ -196,7 +196,7 @@ def test_sqlite_and_postgresql_give_identical_results_for_the_same_store(paired_
     for store in paired_stores:
         empty_store(store)
         store.add_many(records)
-        report = store.consolidate(capacity, target)
+        report = store.consolidate(capacity, target, list_kept=True)
         live = [(m["id"], m["recall_count"], m["last_recalled_at"]) for m in store.list(None)]
         archived = [(m["id"], m["reason"], m["superseded_by"]) for m in store.list(None, archived=True)]
         outcomes.append((report.kept_ids, [a.__dict__ for a in report.archived], live, sorted(archived)))

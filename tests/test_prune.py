@@ -40,7 +40,7 @@ def test_seed_worked_example_prune_keeps_five_and_archives_the_stale_record_and_
     before = invoke("verify", str(tmp / "checks.json"))
     assert before.exit_code == 0 and before.output.endswith("2/2 checks passed\n")
 
-    pruned = json.loads(invoke("prune", "--now", "2026-10-12", "--json").output)
+    pruned = json.loads(invoke("prune", "--now", "2026-10-12", "--json", "--list-kept").output)
     assert pruned["kept"] == 5 and pruned["pinned_kept"] == 1
     assert [(a["id"], a["reason"], a["superseded_by"]) for a in pruned["archived"]] == [
         ("m1", "duplicate", "m2"),  # newest copy wins (the seed kept the first)

@@ -111,7 +111,7 @@ def test_invalid_fields_are_named(store, record, field):
 
 def test_seed_sample_keeps_m3_then_m2_with_m1_archived_as_duplicate(store):
     store.add_many(SEED_SAMPLE)
-    report = store.consolidate(5)
+    report = store.consolidate(5, list_kept=True)
     assert report.kept_ids == ["m3", "m2"] and ids(store.list()) == ["m3", "m2"]
     archived = store.get("m1")
     assert (archived["reason"], archived["superseded_by"], archived["run_id"]) == ("duplicate", "m2", report.run_id)
@@ -122,9 +122,9 @@ def test_seed_sample_keeps_m3_then_m2_with_m1_archived_as_duplicate(store):
 def test_dry_run_reports_the_same_plan_and_writes_nothing(sqlite_store, db_path):
     sqlite_store.add_many(SEED_SAMPLE)
     dump_before = "\n".join(sqlite3.connect(db_path).iterdump())
-    dry = sqlite_store.consolidate(1, dry_run=True)
+    dry = sqlite_store.consolidate(1, dry_run=True, list_kept=True)
     assert "\n".join(sqlite3.connect(db_path).iterdump()) == dump_before
-    real = sqlite_store.consolidate(1)
+    real = sqlite_store.consolidate(1, list_kept=True)
     assert (dry.run_id, real.run_id) == (None, 1)
     assert dry.kept_ids == real.kept_ids == ["m3"]
     assert dry.archived == real.archived
@@ -132,17 +132,17 @@ def test_dry_run_reports_the_same_plan_and_writes_nothing(sqlite_store, db_path)
 
 def test_second_run_with_same_capacity_archives_nothing(store):
     store.add_many(SEED_SAMPLE + [{"id": f"x{i}", "text": f"fact {i}", "timestamp": i, "importance": 2} for i in range(10)])
-    first = store.consolidate(4)
+    first = store.consolidate(4, list_kept=True)
     assert (first.duplicates, first.evicted) == (1, 8)
-    second = store.consolidate(4)
+    second = store.consolidate(4, list_kept=True)
     assert second.archived == [] and second.kept_ids == first.kept_ids
 
 
 def test_consolidation_is_per_namespace(store):
     store.add_many([dict(r, namespace="a") for r in SEED_SAMPLE] + [dict(r, id=r["id"] + "b", namespace="b") for r in SEED_SAMPLE])
-    report = store.consolidate(1, "a")
+    report = store.consolidate(1, "a", list_kept=True)
     assert report.kept_ids == ["m3"] and store.count("b") == 3
-    everything = store.consolidate(1, None)
+    everything = store.consolidate(1, None, list_kept=True)
     assert everything.kept_ids == ["m3", "m3b"] and store.count() == 2
 
 
@@ -155,7 +155,7 @@ def test_pinned_memories_are_never_archived_and_do_not_count(store):
             {"id": "b", "text": "b", "timestamp": 1, "importance": 3},
         ]
     )
-    report = store.consolidate(1)
+    report = store.consolidate(1, list_kept=True)
     assert report.kept_ids == ["a", "p"]
     assert store.get("p-copy")["superseded_by"] == "p" and store.get("b")["reason"] == "evicted"
 

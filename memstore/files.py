@@ -1,0 +1,69 @@
+"""Files memstore creates are its owner's alone: 0600 files and 0700 directories, whatever the umask.
+
+Memories are personal data (names, health facts, a token pasted into a chat), so a new store, its
+`-wal`/`-shm` files, a backup or an export is never readable by other local users. A file that
+already exists keeps the mode its owner gave it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import IO
+
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
+
+
+def make_private_dirs(directory: str | os.PathLike[str]) -> None:
+    """Create `directory` and its missing parents as 0700; directories that exist are left alone."""
+    missing = []
+    path = Path(directory)
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=PRIVATE_DIR_MODE)
+        except FileExistsError:  # made meanwhile by another process: theirs to set
+            continue
+        os.chmod(path, PRIVATE_DIR_MODE)  # mkdir's mode went through the umask
+
+
+def _create_exclusive(path: str | os.PathLike[str], flags: int) -> int | None:
+    """A descriptor of a new file created 0600, or None if the file exists."""
+    try:
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    except FileExistsError:
+        return None
+    os.fchmod(fd, PRIVATE_FILE_MODE)  # os.open's mode went through the umask
+    return fd
+
+
+def create_private_file(path: str | os.PathLike[str]) -> bool:
+    """Create `path` empty and 0600 unless it exists; True if this call created it.
+
+    SQLite gives a database's `-wal`, `-shm` and `-journal` files the database file's own mode, so
+    creating the store file this way first keeps all of them private.
+    """
+    fd = _create_exclusive(path, os.O_WRONLY)
+    if fd is None:
+        return False
+    os.close(fd)
+    return True
+
+
+def open_private(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> IO[str]:
+    """Open `path` for writing text: a new file is created 0600, an existing one is truncated and
+    keeps its mode."""
+    fd = _create_exclusive(path, os.O_WRONLY)
+    if fd is None:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    return os.fdopen(fd, "w", encoding=encoding, newline="")
+
+
+def shared_with_others(path: str | os.PathLike[str]) -> int | None:
+    """The permission bits of `path` when group or others have any access to it, else None."""
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    return mode if mode & 0o077 else None

@@ -1,0 +1,190 @@
+"""The schema, defined once as SQLAlchemy Core tables. Table and column names are part of the
+interface: people read them in the sqlite3 shell.
+
+Times are Unix milliseconds in signed 64-bit integers (`timestamp`, `created_at`, ...), so the
+consolidation rules compare plain numbers and `datetime(created_at / 1000, 'unixepoch')` reads them.
+
+Every write and read path works on these tables; `memstore.models` maps typed ORM classes onto the
+same tables for code that wants them. Keeping the ORM out of this module keeps it out of a
+per-turn `memstore add`, which needs only Core.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    false,
+    text as sql_text,
+)
+
+# Every constraint gets a stable name; Alembic's batch mode on SQLite needs names to alter tables.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# Ids, namespaces and keys compare and sort by code point on every backend: SQLite's default
+# BINARY collation, PostgreSQL's "C" (its default collation would order "B", "a", "é" differently).
+CodePointText = Text().with_variant(Text(collation="C"), "postgresql")
+# SQLite makes a column the rowid only when its type is spelled exactly INTEGER.
+ROWID_BIGINT = BigInteger().with_variant(Integer, "sqlite")
+
+ARCHIVE_REASONS = ("duplicate", "evicted", "stale", "manual")
+RUN_STATUSES = ("applied", "restored")
+RUN_KINDS = ("consolidate", "prune")
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN (" + ", ".join(f"'{value}'" for value in values) + ")"
+
+
+def _memory_columns(*, id_is_key: bool) -> list[Column]:
+    """Columns shared by the live set and the archive, so an archived row is the live row, whole."""
+    return [
+        # In the archive `id` is the key; in the live set the key is `seq` and `id` is unique.
+        Column("id", CodePointText, primary_key=id_is_key, unique=not id_is_key, nullable=False),
+        Column("namespace", CodePointText, nullable=False, server_default="default"),
+        Column("text", Text, nullable=False),
+        # Written by the application from normalize_key(text) on every write path; never taken from input.
+        Column("norm_key", CodePointText, nullable=False),
+        Column("timestamp", BigInteger, nullable=False),
+        Column("importance", Integer, nullable=False),
+        Column("pinned", Boolean, nullable=False, server_default=false()),
+        Column("created_at", BigInteger, nullable=False),
+        Column("updated_at", BigInteger, nullable=False),
+        Column("last_recalled_at", BigInteger),
+        Column("recall_count", Integer, nullable=False, server_default=sql_text("0")),
+        Column("fact_key", CodePointText),
+        Column("meta", JSON),
+    ]
+
+
+def _memory_checks() -> list[CheckConstraint]:
+    return [
+        CheckConstraint("importance BETWEEN 1 AND 5", name="importance_range"),
+        CheckConstraint("recall_count >= 0", name="recall_count_nonnegative"),
+    ]
+
+
+# The live set: what recall sees and what consolidation ranks.
+memories = Table(
+    "memories",
+    metadata,
+    *_memory_columns(id_is_key=False),
+    # Write order, assigned by the database: SQLite's rowid with AUTOINCREMENT (an insert that leaves
+    # it out, a shell insert included, gets a seq above every one ever given, even after the largest
+    # row left; a trigger refuses UPDATEs of it), PostgreSQL's BIGSERIAL. The job reads only rows
+    # past its last high-water mark. `id` still names a memory (unique, the conflict target of
+    # upserts); SQLite allows only its one INTEGER PRIMARY KEY to be the rowid, hence seq as the key.
+    Column("seq", ROWID_BIGINT, primary_key=True),
+    *_memory_checks(),
+    sqlite_autoincrement=True,
+)
+
+# Every record that left the live set, whole, with why and by which run. Nothing is hard-deleted.
+memory_archive = Table(
+    "memory_archive",
+    metadata,
+    *_memory_columns(id_is_key=True),
+    # The seq the row had while it was live (in the numbering of its time: revision 0005
+    # renumbered the live rows only).
+    Column("seq", BigInteger, nullable=False, server_default=sql_text("0")),
+    Column("archived_at", BigInteger, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("superseded_by", CodePointText),
+    Column("run_id", Integer, ForeignKey("consolidation_runs.id"), index=True),
+    *_memory_checks(),
+    CheckConstraint(_in("reason", ARCHIVE_REASONS), name="reason_known"),
+)
+
+# One row per applied job run: its parameters, what it did, and whether it was undone.
+consolidation_runs = Table(
+    "consolidation_runs",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("kind", Text, nullable=False, server_default="consolidate"),
+    # NULL when the run covered every namespace.
+    Column("namespace", CodePointText),
+    Column("capacity", Integer),
+    Column("params", JSON),
+    Column("status", Text, nullable=False, server_default="applied"),
+    Column("started_at", BigInteger, nullable=False),
+    Column("finished_at", BigInteger, nullable=False),
+    Column("live_before", Integer, nullable=False),
+    Column("kept", Integer, nullable=False),
+    Column("duplicates", Integer, nullable=False),
+    Column("evicted", Integer, nullable=False),
+    Column("stale", Integer, nullable=False, server_default=sql_text("0")),
+    Column("restored_at", BigInteger),
+    # The largest live seq when the run started: the next incremental run reads past it.
+    Column("high_water_seq", BigInteger),
+    CheckConstraint(_in("status", RUN_STATUSES), name="status_known"),
+)
+
+# Recall history a run moved from archived duplicates onto their survivor, so restore can take it back.
+memory_merges = Table(
+    "memory_merges",
+    metadata,
+    Column("run_id", Integer, ForeignKey("consolidation_runs.id"), primary_key=True),
+    Column("survivor_id", CodePointText, primary_key=True),
+    Column("absorbed_recall_count", BigInteger, nullable=False),
+    Column("last_recalled_at_before", BigInteger),
+    Column("last_recalled_at_after", BigInteger),
+)
+
+# Objects that live in the database but not in these tables, SQLite only: the full-text index (and
+# its shadow tables) and the live counts per namespace, both kept in step with `memories` by
+# triggers. Alembic's comparison must leave them alone.
+FTS_TABLE = "memories_fts"
+LIVE_COUNTS_TABLE = "memory_live_counts"
+LIVE_COUNTS_TRIGGERS = tuple(f"{LIVE_COUNTS_TABLE}_after_{event}" for event in ("insert", "delete", "update"))
+# SQLite: refuses an UPDATE of memories.seq (the write order and the rowid the recall index uses).
+SEQ_GUARD_TRIGGER = "memories_seq_is_write_order"
+
+
+def managed_outside_models(name: str | None) -> bool:
+    return bool(name) and name.startswith((FTS_TABLE, LIVE_COUNTS_TABLE))
+
+
+# The two orders of the rules, defined once: the job's SQL and the indexes below both use them.
+# Stage 1, inside a (namespace, norm_key) group: a pinned memory wins, then the newest, then the
+# more important, then the smallest id.
+STAGE1_ORDER = (
+    memories.c.pinned.desc(),
+    memories.c.timestamp.desc(),
+    memories.c.importance.desc(),
+    memories.c.id,
+)
+# Stage 2 ranking: importance DESC, timestamp DESC, id ASC.
+RANK_ORDER = (memories.c.importance.desc(), memories.c.timestamp.desc(), memories.c.id)
+# The same ranking read from the bottom: the incremental job evicts the last rows first.
+RANK_ORDER_FROM_BOTTOM = (memories.c.importance, memories.c.timestamp, memories.c.id.desc())
+
+# Stage 1 walks each (namespace, norm_key) group in window order straight off this index.
+Index("ix_memories_stage1", memories.c.namespace, memories.c.norm_key, *STAGE1_ORDER)
+# Stage 2 reads the top `capacity` unpinned rows of a namespace without sorting the table.
+Index("ix_memories_rank", memories.c.namespace, memories.c.pinned, *RANK_ORDER)
+
+MEMORY_COLUMNS = tuple(c.name for c in memories.columns)
+
+__all__ = [
+    "ARCHIVE_REASONS", "CodePointText", "FTS_TABLE", "LIVE_COUNTS_TABLE", "LIVE_COUNTS_TRIGGERS", "MEMORY_COLUMNS",
+    "NAMING_CONVENTION", "RANK_ORDER", "RANK_ORDER_FROM_BOTTOM", "ROWID_BIGINT", "RUN_KINDS", "RUN_STATUSES",
+    "SEQ_GUARD_TRIGGER", "STAGE1_ORDER", "consolidation_runs", "managed_outside_models", "memories",
+    "memory_archive", "memory_merges", "metadata",
+]  # fmt: skip

@@ -1,0 +1,127 @@
+"""Every file memstore creates is its owner's alone (0600, directories 0700), whatever the umask;
+files that already exist keep the mode their owner gave them. The tests run under umask 022."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memstore import MemoryStore
+from memstore.cli import cli
+
+from .conftest import SEED_SAMPLE
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def invoke(db, *args):
+    return CliRunner().invoke(cli, ["--db", str(db), *args], catch_exceptions=False)
+
+
+def test_the_tests_run_under_umask_022():
+    current = os.umask(0o022)
+    os.umask(current)
+    assert current == 0o022
+
+
+def test_a_new_store_and_its_wal_files_are_private(tmp_path):
+    path = tmp_path / "new" / "deeper" / "agent.db"
+    with MemoryStore(path) as store:
+        store.add_many(SEED_SAMPLE)
+        # While the store is open SQLite keeps its -wal and -shm files beside it.
+        files = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+        assert all(f.exists() for f in files)
+        assert [mode(f) for f in files] == [0o600, 0o600, 0o600]
+    assert mode(tmp_path / "new") == mode(tmp_path / "new" / "deeper") == 0o700
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o277])
+def test_private_whatever_the_umask(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        MemoryStore(tmp_path / "dir" / "store.db").close()
+    finally:
+        os.umask(previous)
+    assert mode(tmp_path / "dir" / "store.db") == 0o600
+    assert mode(tmp_path / "dir") == 0o700
+
+
+def test_the_default_app_directory_is_private(tmp_path):
+    result = invoke_default("add", "hello")
+    assert result.exit_code == 0, result.output
+    app_dir = tmp_path / "config" / "memstore"  # conftest points XDG_CONFIG_HOME at tmp_path/config
+    assert mode(app_dir) == 0o700
+    assert mode(app_dir / "memstore.db") == 0o600
+
+
+def invoke_default(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_an_existing_store_keeps_the_mode_its_owner_set(tmp_path):
+    path = tmp_path / "shared.db"
+    MemoryStore(path).close()
+    os.chmod(path, 0o640)
+    with MemoryStore(path) as store:
+        store.add("still group-readable, as the owner chose")
+        assert mode(f"{path}-wal") == 0o640  # SQLite gives the WAL the store's own mode
+    assert mode(path) == 0o640
+
+
+def test_backups_are_private_and_a_forced_overwrite_keeps_the_old_files_mode(tmp_path):
+    db = tmp_path / "store.db"
+    with MemoryStore(db) as store:
+        store.add_many(SEED_SAMPLE)
+        store.backup(tmp_path / "copy.db")
+        assert mode(tmp_path / "copy.db") == 0o600
+        os.chmod(tmp_path / "copy.db", 0o640)
+        store.backup(tmp_path / "copy.db", force=True)
+        assert mode(tmp_path / "copy.db") == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
+
+
+def test_exports_are_private_and_an_existing_file_keeps_its_mode(tmp_path):
+    db = tmp_path / "store.db"
+    with MemoryStore(db) as store:
+        store.add_many(SEED_SAMPLE)
+    out = tmp_path / "export.jsonl"
+    assert invoke(db, "export", "-o", str(out)).exit_code == 0
+    assert mode(out) == 0o600
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["m3", "m1", "m2"]  # rank order
+    os.chmod(out, 0o644)
+    assert invoke(db, "export", "-o", str(out), "--archived").exit_code == 0
+    assert mode(out) == 0o644 and out.read_text() == ""  # truncated and rewritten: nothing archived yet
+
+
+def test_check_reports_a_store_others_can_read_and_fix_makes_it_private(tmp_path):
+    db = tmp_path / "store.db"
+    MemoryStore(db).close()
+    os.chmod(db, 0o644)
+    found = invoke(db, "check")
+    assert found.exit_code == 1
+    assert f"FOUND  permissions: {db} is mode 0644: other local users can open it" in found.output
+    fixed = invoke(db, "check", "--fix")
+    assert fixed.exit_code == 0 and f"fixed  permissions: {db} is mode 0644" in fixed.output
+    assert mode(db) == 0o600
+    assert "permissions" not in invoke(db, "check").output
+
+
+def test_the_quickstart_store_is_private(tmp_path):
+    store = tmp_path / "try.db"
+    done = subprocess.run(
+        [str(REPO / "scripts" / "quickstart")], env={**os.environ, "MEMSTORE_DB": str(store)},
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "run 1: 10 live before; kept 5 (1 pinned), archived 3 duplicates and 2 evicted" in done.stdout
+    assert mode(store) == 0o600
