@@ -44,6 +44,17 @@ Scenarios (memstore side / baseline side):
   checked identical to ``hygiene.exhaustive_pairs`` on a 4,000 sample whose per-pair cost is
   extrapolated to the full size. Target >= 500x at 100,000.
 
+Operations (once per bench run, not per size; ``--only ops`` runs just these):
+
+* ``job_report``: a live store of ``--ops-sizes`` memories (default 50,000 and 500,000) consolidated
+  at capacity (as ``live_store``), then the same 1,000 writes; the nightly job's own call,
+  ``consolidate(capacity)`` with the API's defaults, and ``memstore consolidate --capacity C --json``
+  as a subprocess (wall time, interpreter start included), each on a fresh copy. Target: the larger
+  store takes <= 2x the smaller through both. The size of the JSON line is reported.
+* ``cli_add``: median wall time of ``memstore --db STORE add TEXT`` as a subprocess, on a store at
+  head (the 10,000 generated store) / ``python -c "import sqlalchemy, click"`` with the same
+  interpreter, interleaved, ``--cli-runs`` times each (default 21). Target memstore/baseline <= 1.3.
+
 Repeats: each scenario runs ``--repeats`` times (median reported) unless one run takes more than
 ``--slow`` seconds (default 10), in which case it runs once. Store files are copied with
 shutil.copy after every connection is closed and the WAL checkpointed, so each measured variant
@@ -61,6 +72,7 @@ import random
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -614,6 +626,120 @@ def bench_near_dup(records: list[dict], args) -> dict:
             "sample_pairs_found": found}  # fmt: skip
 
 
+# -- operations: the nightly job's report and the per-turn CLI -------------------------------------
+
+MEMSTORE_BIN = Path(sys.executable).with_name("memstore")
+
+
+def wall_time(command: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def consolidated_at_capacity(work: Path, size: int, seed: int) -> tuple[Path, list[dict], int]:
+    """A generated store of `size` consolidated so that it is exactly full (capacity = the unpinned
+    memories left after Stage 1), as an agent's store is after a few nightly runs."""
+    records, _ = bench_report.generate_records(size, seed)
+    path = work / f"ops-{size}.db"
+    remove_store(path)
+    with MemoryStore(path) as store:
+        store.add_many(records)
+        store.consolidate(size)
+    conn = sqlite3.connect(path)
+    capacity = conn.execute("SELECT count(*) FROM memories WHERE pinned = 0").fetchone()[0]
+    conn.close()
+    return path, records, capacity
+
+
+def bench_job_report(work: Path, size: int, args) -> dict:
+    """The nightly run after 1,000 writes, through the API's defaults and through the CLI's --json."""
+    log(f"== operations: job report on a live store of {size:,} ...")
+    state, records, capacity = consolidated_at_capacity(work, size, args.seed)
+    with MemoryStore(state) as store:
+        store.add_many(new_writes(records, live_ids_of(state), args.seed))
+    checkpoint(state)
+    run_path = work / f"ops-{size}-run.db"
+    reports: list = []
+
+    def api_once() -> float:
+        copy_store(state, run_path)
+        with MemoryStore(run_path) as store:
+            start = time.perf_counter()
+            reports.append(store.consolidate(capacity))  # the API's defaults, as a scheduled job calls it
+            return time.perf_counter() - start
+
+    lines: list[str] = []
+
+    def cli_once() -> float:
+        copy_store(state, run_path)
+        command = [str(MEMSTORE_BIN), "--db", str(run_path), "consolidate", "--capacity", str(capacity), "--json"]
+        start = time.perf_counter()
+        done = subprocess.run(command, check=True, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        lines.append(done.stdout)
+        return seconds
+
+    repeats = max(args.repeats, 5)
+    out = {
+        "size": size, "capacity": capacity,
+        "api": repeat(api_once, repeats, args.slow, f"{size:,}: consolidate(capacity)"),
+        "cli_json": repeat(cli_once, repeats, args.slow, f"{size:,}: memstore consolidate --json"),
+    }  # fmt: skip
+    report = reports[-1]
+    out["counts"] = {"live_before": report.live_before, "kept": report.kept_count, "archived": len(report.archived)}
+    out["json_line_bytes"] = len(lines[-1].encode())
+    out["json_lines"] = lines[-1].count("\n")
+    remove_store(run_path)
+    remove_store(state)
+    return out
+
+
+def bench_cli_add(work: Path, args) -> dict:
+    """`memstore add TEXT` against the interpreter importing only SQLAlchemy and click."""
+    log("== operations: memstore add as a per-turn hook calls it ...")
+    path = work / "ops-cli.db"
+    remove_store(path)
+    with MemoryStore(path) as store:
+        store.add_many(bench_report.generate_records(10_000, args.seed)[0])
+    checkpoint(path)
+    baseline = [sys.executable, "-c", "import sqlalchemy, click"]
+    memstore_times, baseline_times = [], []
+    for n in range(args.cli_runs):
+        memstore_times.append(wall_time([str(MEMSTORE_BIN), "--db", str(path), "add", f"User prefers dark mode, take {n}."]))
+        baseline_times.append(wall_time(baseline))
+    log(f"  memstore add median {med(memstore_times):.3f} s, import sqlalchemy, click median {med(baseline_times):.3f} s")
+    remove_store(path)
+    return {"memstore_add": memstore_times, "import_sqlalchemy_click": baseline_times}
+
+
+def run_operations(args, work: Path) -> dict:
+    return {"job_report": [bench_job_report(work, size, args) for size in sorted(args.ops_sizes)],
+            "cli_add": bench_cli_add(work, args)}  # fmt: skip
+
+
+def operations_rows(ops: dict) -> list[dict]:
+    rows = []
+    runs = ops["job_report"]
+    for run in runs:
+        rows.append(dict(scenario=f"job after 1000 writes, live {run['counts']['live_before'] // 1000:,}k: API", size=run["size"],
+                         memstore=med(run["api"]), baseline=None, ratio=None, ratio_def="", target="(see growth)", met=None))
+        rows.append(dict(scenario=f"  consolidate --json ({run['json_line_bytes']:,} bytes, {run['json_lines']} line)", size=run["size"],
+                         memstore=med(run["cli_json"]), baseline=None, ratio=None, ratio_def="", target="(see growth)", met=None))
+    if len(runs) >= 2:
+        small, large = runs[0], runs[-1]
+        for key, label in (("api", "API"), ("cli_json", "--json")):
+            ratio = med(large[key]) / med(small[key])
+            rows.append(dict(scenario=f"job growth {small['size'] // 1000:,}k -> {large['size'] // 1000:,}k ({label})", size=large["size"],
+                             memstore=med(large[key]), baseline=med(small[key]), ratio=ratio, ratio_def="big/small",
+                             target="<= 2", met=ratio <= 2))
+    add = ops["cli_add"]
+    ms, base = med(add["memstore_add"]), med(add["import_sqlalchemy_click"])
+    rows.append(dict(scenario="memstore add TEXT vs import sqlalchemy, click", size=10_000, memstore=ms, baseline=base,
+                     ratio=ms / base, ratio_def="ms/base", target="<= 1.3", met=ms / base <= 1.3))
+    return rows  # fmt: skip
+
+
 # -- the run --------------------------------------------------------------------------------------
 
 
@@ -730,6 +856,10 @@ def table_rows(results: list[dict]) -> list[dict]:
     return rows  # fmt: skip
 
 
+def all_rows(results: list[dict], operations: dict | None) -> list[dict]:
+    return table_rows(results) + (operations_rows(operations) if operations else [])
+
+
 def fmt_seconds(s: float | None) -> str:
     if s is None:
         return "-"
@@ -768,16 +898,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=None, help="where store files go (default: a temp dir)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--only", choices=["all", "core", "ops"], default="all",
+                        help="core: the per-size scenarios; ops: the job report and CLI scenarios")
+    parser.add_argument("--ops-sizes", type=int, nargs="+", default=[50_000, 500_000], help="live stores of the job-report scenario")
+    parser.add_argument("--cli-runs", type=int, default=21, help="wall-time runs of memstore add and of its baseline")
     args = parser.parse_args(argv)
-    sizes = [10_000] if args.quick else sorted(args.sizes)
+    sizes = [] if args.only == "ops" else [10_000] if args.quick else sorted(args.sizes)
 
     started = time.perf_counter()
     results: list[dict] = []
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="memstore-bench-", dir=args.workdir) as tmp:
-        for n in sizes:
-            results.append(run_size(n, args, Path(tmp)))
-            rows = table_rows(results)
+        operations: dict | None = None
+
+        def write_results(step: str) -> None:
             doc = {
                 "benchmark": "memstore vs raw sqlite3",
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -786,17 +920,26 @@ def main(argv: list[str] | None = None) -> int:
                 "sqlite_version": sqlite3.sqlite_version,
                 "library_source": bench_report.source_fingerprint(),
                 "config": {"sizes": sizes, "repeats": args.repeats, "slow": args.slow, "adds": args.adds,
-                           "queries": args.queries, "seed": args.seed, "exhaustive_sample": args.exhaustive_sample},
+                           "queries": args.queries, "seed": args.seed, "exhaustive_sample": args.exhaustive_sample,
+                           "ops_sizes": args.ops_sizes, "cli_runs": args.cli_runs},
                 "elapsed_seconds": round(time.perf_counter() - started, 1),
-                "table": rows,
+                "table": all_rows(results, operations),
                 "results": results,
+                "operations": operations,
             }  # fmt: skip
             args.output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
-            log(f"size {n:,} done; wrote {args.output}")
+            log(f"{step} done; wrote {args.output}")
+
+        for n in sizes:
+            results.append(run_size(n, args, Path(tmp)))
+            write_results(f"size {n:,}")
+        if args.only in ("all", "ops"):
+            operations = run_operations(args, Path(tmp))
+            write_results("operations")
     print()
     print(f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, Python {platform.python_version()}, "
           f"SQLite {sqlite3.sqlite_version}")  # fmt: skip
-    print_table(table_rows(results))
+    print_table(all_rows(results, operations))
     ok = True
     for r in results:
         for part, checks in (("consolidation", ("full_same_result_as_raw", "incremental_same_result_as_full",
