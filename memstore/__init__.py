@@ -19,7 +19,10 @@ from .store import AddResult, MemoryStore
 
 # Report classes of the job and of recall, loaded on first use: `import memstore` (and a per-turn
 # `memstore add`) does not pay for the job, recall and hygiene modules.
-_LAZY = {"ConsolidationReport": "consolidate", "RestoreReport": "consolidate", "CheckResult": "search"}
+_LAZY = {
+    "ConsolidationReport": "consolidate", "RestoreReport": "consolidate", "CheckResult": "search",
+    "LifecycleReport": "lifecycle",
+}  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
@@ -31,7 +34,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "AddResult", "CheckResult", "ConsolidationReport", "IdConflictError", "MemoryStore", "MemstoreError",
+    "AddResult", "CheckResult", "ConsolidationReport", "IdConflictError", "LifecycleReport", "MemoryStore", "MemstoreError",
     "NotFoundError", "RecallCheckError", "RestoreReport", "SchemaError", "StoreBusyError", "ValidationError",
     "consolidate_memories", "normalize_key",
 ]  # fmt: skip

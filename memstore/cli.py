@@ -66,6 +66,13 @@ def list_kept_option(fn: Callable) -> Callable:
     )(fn)  # fmt: skip
 
 
+def parse_meta(meta: str | None) -> Any:
+    try:
+        return None if meta is None else json.loads(meta)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--meta") from None
+
+
 def json_option(fn: Callable) -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document (one line).")(fn)
 
@@ -183,13 +190,9 @@ def add(ctx, text, memory_id, namespace, timestamp, importance, pinned, fact_key
     Example:
         memstore add "User prefers dark mode." --id m1 --importance 4
     """
-    try:
-        meta_value = None if meta is None else json.loads(meta)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--meta") from None
     row = open_store(ctx, create=True).add(
         text, id=memory_id, namespace=namespace, timestamp=timestamp, importance=importance,
-        pinned=pinned, fact_key=fact_key, meta=meta_value,
+        pinned=pinned, fact_key=fact_key, meta=parse_meta(meta),
     )  # fmt: skip
     print_json(row) if as_json else click.echo(row["id"])
 
@@ -361,10 +364,14 @@ def print_run(ctx: click.Context, report) -> None:
     for check in report.checks:
         click.echo(f"check {'pass' if check.passed else 'FAIL'}: {check.query!r} expects {check.expect_id}")
     if not report.dry_run and report.archived:
-        db_option = ""
-        if ctx.find_root().get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
-            db_option = f"--db {shlex.quote(ctx.find_root().params['db'])} "
-        click.echo(f"undo with: memstore {db_option}restore --run {report.run_id}")
+        print_undo(ctx, report.run_id)
+
+
+def print_undo(ctx: click.Context, run_id: int) -> None:
+    db_option = ""
+    if ctx.find_root().get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
+        db_option = f"--db {shlex.quote(ctx.find_root().params['db'])} "
+    click.echo(f"undo with: memstore {db_option}restore --run {run_id}")
 
 
 @cli.command()
@@ -405,6 +412,101 @@ def restore(ctx, run_id, as_json) -> None:
     if as_json:
         return print_json({"run_id": report.run_id, "restored_ids": report.restored_ids})
     click.echo(f"run {report.run_id} restored: {len(report.restored_ids)} memories back in the live set")
+
+
+@cli.command()
+@click.argument("memory_ids", metavar="ID...", nargs=-1, required=True)
+@click.option("--reason", default=None, help="Why (kept with the run).")
+@json_option
+@click.pass_context
+def forget(ctx, memory_ids, reason, as_json) -> None:
+    """Forget memories: archive them as `forgotten`, in one run.
+
+    Recall no longer returns them; `memstore restore --run N` brings them back. Every ID
+    must be live, or nothing is forgotten.
+
+    \b
+    Example:
+        memstore forget m4 m9 --reason "wrong office"
+    """
+    report = open_store(ctx).forget(list(memory_ids), reason=reason)
+    if as_json:
+        return print_json(report.to_dict())
+    click.echo(f"run {report.run_id}: forgot {', '.join(entry.id for entry in report.archived)}")
+    print_undo(ctx, report.run_id)
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@click.option("--text", default=None, help="New text.")
+@click.option("--importance", "-i", type=int, default=None, help="New importance, 1 .. 5.")
+@click.option("--pinned/--unpinned", default=None, help="Pin or unpin.")
+@click.option("--meta", default=None, help="New JSON object (replaces the old one).")
+@click.option("--timestamp", type=int, default=None, help="Unix milliseconds (default: now).")
+@json_option
+@click.pass_context
+def update(ctx, memory_id, text, importance, pinned, meta, timestamp, as_json) -> None:
+    """Correct a memory: write a new version, archive the old one.
+
+    The new version gets a new id (printed) and keeps every field not given, the old
+    version's created_at and its recall history; the old one is archived as `superseded`
+    by it. `memstore restore --run N` puts the old version back.
+
+    \b
+    Example:
+        memstore update m7 --text "The API rate limit is 500 rpm."
+    """
+    row = open_store(ctx).update(
+        memory_id, text=text, importance=importance, pinned=pinned, meta=parse_meta(meta), timestamp=timestamp
+    )
+    if as_json:
+        return print_json(row)
+    click.echo(row["id"])
+
+
+@cli.command()
+@click.argument("old", metavar="OLD")
+@click.option("--by", "by", required=True, metavar="NEW", help="The memory that is current.")
+@json_option
+@click.pass_context
+def supersede(ctx, old, by, as_json) -> None:
+    """Say which of two memories is current: OLD is archived as superseded by NEW.
+
+    Both must be live, in one namespace. This is how a person resolves two conflicting
+    facts; `memstore restore --run N` undoes it.
+
+    \b
+    Example:
+        memstore supersede m3 --by m8
+    """
+    report = open_store(ctx).supersede(old, by=by)
+    if as_json:
+        return print_json(report.to_dict())
+    click.echo(f"run {report.run_id}: {old} superseded by {by}")
+    print_undo(ctx, report.run_id)
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@json_option
+@click.pass_context
+def history(ctx, memory_id, as_json) -> None:
+    """Every version of a memory, oldest first.
+
+    The versions it replaced and the ones that replaced it (updates, supersedes,
+    merged duplicates), live or archived, with reason, run and time.
+
+    \b
+    Example:
+        memstore history m7
+    """
+    rows = open_store(ctx).history(memory_id)
+    if as_json:
+        return print_json(rows)
+    print_table(
+        ["id", "state", "reason", "superseded_by", "run", "written (UTC)", "text"],
+        [[r["id"], r["state"], r["reason"], r["superseded_by"], r["run_id"], iso(r["timestamp"]), r["text"]] for r in rows],
+    )
 
 
 @cli.command()

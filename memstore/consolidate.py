@@ -104,7 +104,7 @@ class ConsolidationReport:
 # -- moving rows --------------------------------------------------------------------------------
 
 
-def _copy_to_archive(conn: Connection, rows, reason: str, superseded_by, run_id: int, now: int) -> int:
+def copy_to_archive(conn: Connection, rows, reason: str, superseded_by, run_id: int, now: int) -> int:
     """Copy whole memory rows from the subquery `rows` into the archive; returns how many."""
     return conn.execute(
         insert(archive).from_select(
@@ -244,7 +244,7 @@ def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int,
         # Pinned memories are never archived, even when a pinned twin outranks them.
         losers = select(ranked.c.id, ranked.c.winner).where(ranked.c.group_rank > 1, ranked.c.pinned == false()).subquery("losers")
         doomed = select(*memories.c, losers.c.winner).join_from(losers, memories, memories.c.id == losers.c.id).subquery("doomed")
-        archived += _copy_to_archive(conn, doomed, "duplicate", doomed.c.winner, run_id, now)
+        archived += copy_to_archive(conn, doomed, "duplicate", doomed.c.winner, run_id, now)
     _merge_recall_history(conn, namespace, run_id)
     _remove_archived(conn, namespace, run_id, "duplicate")
     return archived
@@ -269,7 +269,7 @@ def _stage2_evict(
     else:
         kept = select(memories.c.id).where(*unpinned).order_by(*RANK_ORDER).limit(capacity)
         evicted = select(memories).where(*unpinned, memories.c.id.not_in(kept.scalar_subquery())).subquery("evicted")
-    _copy_to_archive(conn, evicted, "evicted", literal(None), run_id, now)
+    copy_to_archive(conn, evicted, "evicted", literal(None), run_id, now)
     _remove_archived(conn, namespace, run_id, "evicted")
 
 
@@ -283,7 +283,7 @@ def _archive_stale(
     doomed = stale_ids(candidates, as_of, stale_threshold, min_age_days)
     for start in range(0, len(doomed), CHUNK):
         rows = select(memories).where(memories.c.id.in_(doomed[start : start + CHUNK])).subquery("stale")
-        _copy_to_archive(conn, rows, "stale", literal(None), run_id, now)
+        copy_to_archive(conn, rows, "stale", literal(None), run_id, now)
     _remove_archived(conn, namespace, run_id, "stale")
 
 
@@ -294,7 +294,7 @@ def _archive_stale(
 ALL_NAMESPACES_LOCK = 0x6D656D73746F7265  # "memstore"
 
 
-def _lock_jobs(conn: Connection, namespace: str | None) -> None:
+def lock_jobs(conn: Connection, namespace: str | None) -> None:
     """Serialise jobs on the same namespace. SQLite's BEGIN IMMEDIATE already serialises all writers;
     on PostgreSQL two jobs started at once would otherwise both plan from the same snapshot."""
     if conn.dialect.name != "postgresql":
@@ -457,7 +457,7 @@ def consolidate_in_transaction(
     concurrent writers can commit a lower seq after a higher one, so a high-water mark could miss
     a write).
     """
-    _lock_jobs(conn, namespace)
+    lock_jobs(conn, namespace)
     report = ConsolidationReport("consolidate", None, namespace, capacity, dry_run, started_at=now)
     incremental = not full and conn.dialect.name == "sqlite"
     counts = _live_counts(conn, namespace, incremental=incremental)
@@ -485,7 +485,7 @@ def prune_in_transaction(
 ) -> ConsolidationReport:
     """The hygiene prune: exact duplicates by the Stage 1 rule, then stale memories; pinned kept."""
     params = {"stale_threshold": stale_threshold, "min_age_days": min_age_days, "as_of": as_of}
-    _lock_jobs(conn, namespace)
+    lock_jobs(conn, namespace)
     report = ConsolidationReport("prune", None, namespace, None, dry_run, params=params, started_at=now)
     counts = _live_counts(conn, namespace, incremental=False)
     run_id = _start_run(conn, report, counts)
@@ -502,13 +502,19 @@ class RestoreReport:
 
 
 def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreReport:
-    """Put every row a run archived back into the live set, whole, and take back merged recall history."""
-    _lock_jobs(conn, None)
-    status = conn.execute(select(runs.c.status).where(runs.c.id == run_id)).scalar_one_or_none()
-    if status is None:
+    """Put every row a run archived back into the live set, whole, and take back merged recall history
+    (and, for an update, the version it wrote)."""
+    lock_jobs(conn, None)
+    run = conn.execute(select(runs.c.status, runs.c.kind, runs.c.params).where(runs.c.id == run_id)).first()
+    if run is None:
         raise NotFoundError(f"no run {run_id}; `memstore runs` lists them")
-    if status == "restored":
+    if run.status == "restored":
         raise MemstoreError(f"run {run_id} was already restored")
+    carried = None
+    if run.kind == "update":
+        from .lifecycle import undo_update
+
+        carried = undo_update(conn, run_id, run.params)
     restored_ids = list(
         conn.execute(select(archive.c.id).where(archive.c.run_id == run_id).order_by(archive.c.id)).scalars()
     )
@@ -521,6 +527,8 @@ def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreRe
         )
     )
     conn.execute(delete(archive).where(archive.c.run_id == run_id))
+    if carried is not None:
+        conn.execute(update(memories).where(memories.c.id.in_(restored_ids)).values(**carried))
     _undo_merges(conn, run_id)
     conn.execute(update(runs).where(runs.c.id == run_id).values(status="restored", restored_at=now))
     return RestoreReport(run_id=run_id, restored_ids=restored_ids)

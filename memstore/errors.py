@@ -27,6 +27,13 @@ class NotFoundError(MemstoreError):
     """No memory or run with that id."""
 
 
+def memory_not_found(memory_id: str, namespace: str | None = None) -> NotFoundError:
+    # The same words for an unknown id and for one in another namespace: a caller scoped to a
+    # namespace learns nothing about the others.
+    scope = "" if namespace is None else f" in namespace {namespace!r}"
+    return NotFoundError(f"no memory with id {memory_id!r}{scope}")
+
+
 class SchemaError(MemstoreError):
     """The database's schema is not one this memstore can use."""
 

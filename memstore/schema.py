@@ -42,9 +42,12 @@ CodePointText = Text().with_variant(Text(collation="C"), "postgresql")
 # SQLite makes a column the rowid only when its type is spelled exactly INTEGER.
 ROWID_BIGINT = BigInteger().with_variant(Integer, "sqlite")
 
-ARCHIVE_REASONS = ("duplicate", "evicted", "stale", "manual")
+# Why a memory left the live set: the jobs (duplicate, evicted, stale), a hand edit (manual), the
+# lifecycle operations (forgotten; superseded by an update or by a person's choice), and a merge of
+# the same fact said in other words (semantic_duplicate).
+ARCHIVE_REASONS = ("duplicate", "evicted", "stale", "manual", "forgotten", "superseded", "semantic_duplicate")
 RUN_STATUSES = ("applied", "restored")
-RUN_KINDS = ("consolidate", "prune")
+RUN_KINDS = ("consolidate", "prune", "forget", "update", "supersede")
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
@@ -106,7 +109,9 @@ memory_archive = Table(
     Column("seq", BigInteger, nullable=False, server_default=sql_text("0")),
     Column("archived_at", BigInteger, nullable=False),
     Column("reason", Text, nullable=False),
-    Column("superseded_by", CodePointText),
+    # The memory that replaced this one (its survivor or successor); indexed so a history can walk
+    # back from a version to the ones it replaced.
+    Column("superseded_by", CodePointText, index=True),
     Column("run_id", Integer, ForeignKey("consolidation_runs.id"), index=True),
     *_memory_checks(),
     CheckConstraint(_in("reason", ARCHIVE_REASONS), name="reason_known"),
@@ -179,6 +184,8 @@ RANK_ORDER_FROM_BOTTOM = (memories.c.importance, memories.c.timestamp, memories.
 Index("ix_memories_stage1", memories.c.namespace, memories.c.norm_key, *STAGE1_ORDER)
 # Stage 2 reads the top `capacity` unpinned rows of a namespace without sorting the table.
 Index("ix_memories_rank", memories.c.namespace, memories.c.pinned, *RANK_ORDER)
+# A fact found by its key (the LangGraph store's item key) without a scan.
+Index("ix_memories_fact_key", memories.c.namespace, memories.c.fact_key)
 
 MEMORY_COLUMNS = tuple(c.name for c in memories.columns)
 

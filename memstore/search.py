@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Integer, bindparam, column, select, text, update
+from sqlalchemy import Connection, Float, Integer, bindparam, column, select, text, update
 
 from .hygiene import tokens
 from .schema import FTS_TABLE, memories
@@ -32,15 +32,17 @@ class CheckResult:
 
 
 # One statement per backend, same contract: memories containing any of the words, best first, ties
-# by id. SQLite ranks with FTS5's BM25; PostgreSQL with ts_rank over its GIN index.
+# by id, each with its `score` (higher is better). SQLite ranks with FTS5's BM25 (lower is better,
+# hence the sign); PostgreSQL with ts_rank over its GIN index.
 RECALL_SQL = {
     "sqlite": (
-        f"SELECT m.* FROM {FTS_TABLE} JOIN memories AS m ON m.rowid = {FTS_TABLE}.rowid "
+        f"SELECT m.*, -bm25({FTS_TABLE}) AS score FROM {FTS_TABLE} JOIN memories AS m ON m.rowid = {FTS_TABLE}.rowid "
         f"WHERE {FTS_TABLE} MATCH :expression AND m.namespace = :namespace "
         f"ORDER BY bm25({FTS_TABLE}), m.id LIMIT :k"
     ),
     "postgresql": (
-        "SELECT m.* FROM memories AS m, to_tsquery('simple', :expression) AS query "
+        "SELECT m.*, ts_rank(to_tsvector('simple', m.text), query) AS score "
+        "FROM memories AS m, to_tsquery('simple', :expression) AS query "
         "WHERE to_tsvector('simple', m.text) @@ query AND m.namespace = :namespace "
         "ORDER BY ts_rank(to_tsvector('simple', m.text), query) DESC, m.id LIMIT :k"
     ),
@@ -144,11 +146,11 @@ def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace:
     if not complete and len(rows) < k:
         return None
     rows.sort(key=lambda row: (score[row["fts_rowid"]], row["id"]))
-    return [{name: row[name] for name in memories.c.keys()} for row in rows[:k]]
+    return [{**{name: row[name] for name in memories.c.keys()}, "score": -score[row["fts_rowid"]]} for row in rows[:k]]
 
 
 def recall_rows(conn: Connection, query: str, k: int, namespace: str) -> list[dict[str, Any]]:
-    """The top-k live memories of `namespace` for `query`, best first."""
+    """The top-k live memories of `namespace` for `query`, best first, each with its `score`."""
     if k <= 0:
         return []
     dialect = conn.dialect.name
@@ -161,7 +163,7 @@ def recall_rows(conn: Connection, query: str, k: int, namespace: str) -> list[di
         if found is not None:
             return found
     rows = conn.execute(
-        text(RECALL_SQL[dialect]).columns(*memories.c),
+        text(RECALL_SQL[dialect]).columns(*memories.c, column("score", Float)),
         {"expression": expression, "namespace": namespace, "k": k},
     ).mappings()
     return [dict(row) for row in rows]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import nullcontext
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
@@ -11,7 +12,7 @@ from typing import IO, TYPE_CHECKING, Any
 from sqlalchemy import Connection, bindparam, func, insert, select
 
 from .db import BUSY_TIMEOUT_MS, checkpoint, default_location, is_sqlite, sqlite_file_missing, make_engine, read_transaction, write_transaction
-from .errors import IdConflictError, MemstoreError, NotFoundError, RecallCheckError, ValidationError
+from .errors import IdConflictError, MemstoreError, NotFoundError, RecallCheckError, ValidationError, memory_not_found
 from .io import read_memories
 from .migrate import upgrade
 from .schema import MEMORY_COLUMNS, RANK_ORDER, memories
@@ -23,6 +24,7 @@ from .validate import check_capacity
 if TYPE_CHECKING:
     from .check import CheckReport
     from .consolidate import ConsolidationReport, RestoreReport
+    from .lifecycle import LifecycleReport
     from .search import CheckResult
 
 # The job, recall, hygiene, check and backup modules are imported by the methods that use them, so
@@ -124,6 +126,41 @@ class MemoryStore:
         # Columns in table order whether the row was written now or found stored (a retry).
         return {**{name: row[name] for name in MEMORY_COLUMNS}, **row}
 
+    def remember(
+        self,
+        text: str,
+        *,
+        id: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+        importance: int = DEFAULT_IMPORTANCE,
+        pinned: bool = False,
+        fact_key: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        timestamp: int | None = None,
+    ) -> dict[str, Any]:
+        """Store one memory and say what happened, for an agent's tool call.
+
+        Returns ``{"id", "norm_key", "status", "same_key_ids"}``: status is ``created``, or
+        ``unchanged`` when `id` already holds this record (a retried call); `same_key_ids` are the
+        other live memories of the namespace with the same normalised key, which the next
+        consolidation run will merge with this one.
+        """
+        record = {
+            "id": id, "text": text, "namespace": namespace, "timestamp": timestamp,
+            "importance": importance, "pinned": pinned, "fact_key": fact_key, "meta": meta,
+        }  # fmt: skip
+        prepared = prepare_row(record, "memory")
+        row = prepared.row
+        with write_transaction(self.engine) as conn:
+            result, _ = self._add_prepared([prepared], skip_invalid=False, conn=conn)
+            same_key = conn.execute(
+                select(memories.c.id)
+                .where(memories.c.namespace == row["namespace"], memories.c.norm_key == row["norm_key"], memories.c.id != row["id"])
+                .order_by(memories.c.id)
+            ).scalars().all()
+        status = "created" if result.added else "unchanged"
+        return {"id": row["id"], "norm_key": row["norm_key"], "status": status, "same_key_ids": list(same_key)}
+
     def add_many(self, records: Iterable[Mapping[str, Any]]) -> AddResult:
         """Store many memories in one transaction; every record is validated before anything is written."""
         now = now_ms()
@@ -139,9 +176,10 @@ class MemoryStore:
         return self._add_prepared(prepared, skip_invalid=skip_invalid)[0]
 
     def _add_prepared(
-        self, prepared: list[PreparedRow], *, skip_invalid: bool
+        self, prepared: list[PreparedRow], *, skip_invalid: bool, conn: Connection | None = None
     ) -> tuple[AddResult, dict[str, dict[str, Any]]]:
-        """add_prepared, also returning the stored row of every id written or found unchanged."""
+        """add_prepared, also returning the stored row of every id written or found unchanged; in
+        its own transaction, or in the caller's (`conn`)."""
         rejected: list[str] = []
         unique: list[PreparedRow] = []
         first_location: dict[str, str] = {}
@@ -155,7 +193,7 @@ class MemoryStore:
                 continue
             first_location[row_id] = item.location
             unique.append(item)
-        with write_transaction(self.engine) as conn:
+        with nullcontext(conn) if conn is not None else write_transaction(self.engine) as conn:
             stored = self._probe_ids(conn, [item.row["id"] for item in unique])
             new_rows, kept = [], []
             for item in unique:
@@ -227,13 +265,37 @@ class MemoryStore:
 
     # -- reads --------------------------------------------------------------------------------
 
-    def get(self, id: str) -> dict[str, Any]:
-        """The memory with this id, live or archived; archived rows carry `archived_at`, `reason`, ..."""
+    def get(self, id: str, *, namespace: str | None = None) -> dict[str, Any]:
+        """The memory with this id, live or archived; archived rows carry `archived_at`, `reason`, ...
+
+        With `namespace`, a memory of another namespace is not found, exactly as an unknown id.
+        """
         with read_transaction(self.engine) as conn:
-            found = self._stored_rows(conn, [id])
-        if id not in found:
-            raise NotFoundError(f"no memory with id {id!r}")
-        return found[id]
+            found = self._stored_rows(conn, [id]).get(id)
+        if found is None or (namespace is not None and found["namespace"] != namespace):
+            raise memory_not_found(id, namespace)
+        return found
+
+    def find_fact(self, namespace: str, fact_key: str) -> dict[str, Any] | None:
+        """The live memory of `namespace` holding `fact_key` (the newest, then smallest id, if several)."""
+        query = (
+            select(memories)
+            .where(memories.c.namespace == namespace, memories.c.fact_key == fact_key)
+            .order_by(memories.c.timestamp.desc(), memories.c.id)
+            .limit(1)
+        )
+        with read_transaction(self.engine) as conn:
+            row = conn.execute(query).mappings().first()
+        return None if row is None else dict(row)
+
+    def history(self, id: str, *, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Every version of a memory, oldest to newest: the ones it replaced and the ones that
+        replaced it (superseded_by, followed both ways), live or archived. Each is the row plus
+        `state` ("live" or "archived") and `archived_at`, `reason`, `superseded_by`, `run_id`."""
+        from .lifecycle import history_rows
+
+        with read_transaction(self.engine) as conn:
+            return history_rows(conn, id, namespace)
 
     def list(
         self, namespace: str | None = DEFAULT_NAMESPACE, *, archived: bool = False, limit: int | None = None
@@ -242,13 +304,24 @@ class MemoryStore:
         return list(self.iter_rows(namespace, archived=archived, limit=limit))
 
     def iter_rows(
-        self, namespace: str | None = None, *, archived: bool = False, limit: int | None = None
+        self,
+        namespace: str | None = None,
+        *,
+        archived: bool = False,
+        limit: int | None = None,
+        namespace_prefix: str | None = None,
     ) -> Iterator[dict[str, Any]]:
+        """Rows of one namespace (None: all), live in (namespace, rank) order or archived by archive
+        time. `namespace_prefix="a.b"` takes the namespaces "a.b" and "a.b.*" instead."""
         table = archive if archived else memories
         order = (table.c.archived_at, table.c.id) if archived else (table.c.namespace, *RANK_ORDER)
         query = select(table).order_by(*order).limit(limit)
         if namespace is not None:
             query = query.where(table.c.namespace == namespace)
+        if namespace_prefix is not None:
+            query = query.where(
+                (table.c.namespace == namespace_prefix) | table.c.namespace.startswith(namespace_prefix + ".", autoescape=True)
+            )
         with read_transaction(self.engine) as conn:
             for row in conn.execute(query).mappings():
                 yield dict(row)
@@ -393,6 +466,57 @@ class MemoryStore:
 
         with write_transaction(self.engine) as conn:
             return job.restore_in_transaction(conn, run_id, now_ms())
+
+    # -- forget, update, supersede ---------------------------------------------------------------
+
+    def forget(self, ids: Sequence[str], *, reason: str | None = None, namespace: str | None = None) -> LifecycleReport:
+        """Archive live memories with reason `forgotten`, in one run (`restore` brings them back).
+
+        Every id must be live (and in `namespace`, when given): otherwise nothing is written.
+        `reason`, the caller's own words, is kept in the run's params.
+        """
+        from .lifecycle import forget_in_transaction
+
+        if isinstance(ids, str):
+            ids = [ids]
+        with write_transaction(self.engine) as conn:
+            return forget_in_transaction(conn, list(ids), reason, namespace, now_ms())
+
+    def update(
+        self,
+        id: str,
+        *,
+        text: str | None = None,
+        importance: int | None = None,
+        pinned: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
+        fact_key: str | None = None,
+        timestamp: int | None = None,
+        namespace: str | None = None,
+        new_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Correct a live memory: write a new version and archive the old one as `superseded` by it.
+
+        The new version has a new id and the timestamp now (unless given), and carries every field
+        not changed, the old version's created_at and its recall history; `new_id` names the new
+        version (default: a generated id). Returns the new row plus
+        `supersedes` (the old id) and `run_id`; `restore(run_id)` puts the old version back. An
+        archived id is an error naming its live successor.
+        """
+        from .lifecycle import update_in_transaction
+
+        changes = {"text": text, "importance": importance, "pinned": pinned, "meta": meta, "fact_key": fact_key, "timestamp": timestamp}
+        with write_transaction(self.engine) as conn:
+            row, report = update_in_transaction(conn, id, changes, namespace, now_ms(), version_id=new_id)
+        return {**row, "supersedes": id, "run_id": report.run_id}
+
+    def supersede(self, old: str, *, by: str, namespace: str | None = None) -> LifecycleReport:
+        """Archive the live memory `old` as `superseded` by the live memory `by`: how a person says
+        which of two conflicting facts is current. One run; `restore` undoes it."""
+        from .lifecycle import supersede_in_transaction
+
+        with write_transaction(self.engine) as conn:
+            return supersede_in_transaction(conn, old, by, namespace, now_ms())
 
     def backup(self, destination: str | os.PathLike[str], *, force: bool = False) -> dict[str, Any]:
         """Copy the store to `destination` with SQLite's online backup API (consistent while others write)."""

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore import MemoryStore
+from memstore import MemoryStore, MemstoreError
 
 from .conftest import empty_store
 from .strategies import NAMESPACES, memory_texts, timestamps
@@ -29,6 +29,11 @@ step = st.one_of(
     st.tuples(st.just("write"), st.lists(write, min_size=1, max_size=6)),
     st.tuples(st.just("consolidate"), st.integers(0, 6), st.sampled_from([NAMESPACES[0], NAMESPACES[1], None])),
     st.tuples(st.just("restore"), st.integers(0, 5)),
+    # The lifecycle operations are runs too: forget a memory, update one (a new version with a new
+    # seq), or let one supersede another of its namespace.
+    st.tuples(st.just("forget"), st.integers(0, 20)),
+    st.tuples(st.just("update"), st.integers(0, 20), memory_texts, timestamps),
+    st.tuples(st.just("supersede"), st.integers(0, 20), st.integers(0, 20)),
     # Shell edits that keep every group as clean as the last run left it (the high-water mark's
     # premise) but that the trigger-kept live counts must survive: INSERT OR REPLACE deletes without
     # firing DELETE triggers.
@@ -114,13 +119,38 @@ def test_incremental_and_full_runs_leave_identical_stores(twin_stores, steps):
         elif action == "shell":
             for store in twin_stores:
                 _shell_edit(store, args[1], args[0])
+        elif action in ("forget", "update", "supersede"):
+            live = [m["id"] for m in full.list(None)]
+            if live:
+                picked = live[args[0] % len(live)]
+                if action == "forget":
+                    both(twin_stores, lambda store: store.forget([picked]))
+                elif action == "update":
+                    text, timestamp = args[1], args[2]
+                    both(twin_stores, lambda store: store.update(picked, text=text, timestamp=timestamp, new_id=f"{picked}~"))
+                else:
+                    by = live[args[1] % len(live)]
+                    both(twin_stores, lambda store: store.supersede(picked, by=by))
         else:
             applied = [r["id"] for r in full.runs() if r["status"] == "applied"]
             if applied:
                 run_id = applied[args[0] % len(applied)]
-                for store in twin_stores:
-                    store.restore(run_id)
+                # Undoing an update whose new version has since left the live set is refused: alike.
+                both(twin_stores, lambda store: store.restore(run_id))
         assert _state(incremental) == _state(full)
+
+
+def both(twin_stores, operation) -> None:
+    """Apply one operation to both stores; an error (an update that changes nothing, a supersede
+    across namespaces, ...) must be the same error on both, and then neither store changed."""
+    outcomes = []
+    for store in twin_stores:
+        try:
+            operation(store)
+            outcomes.append(None)
+        except MemstoreError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]
 
 
 def test_a_second_run_is_incremental_and_reads_only_new_keys(tmp_path):

@@ -423,3 +423,37 @@ def test_seq_cannot_be_changed_from_the_shell_and_check_misses_its_guard(db_path
         conn.execute("DROP TRIGGER memories_seq_is_write_order")
     result = CliRunner().invoke(cli, ["--db", str(db_path), "check"])
     assert result.exit_code == 1 and "trigger memories_seq_is_write_order is missing" in result.output
+
+
+def test_0006_keeps_the_archive_whole_and_a_downgrade_waits_for_forgotten_rows(engine: Engine, db_path: Path) -> None:
+    with MemoryStore(db_path) as store:
+        store.add_many([{"id": f"m{n}", "text": f"fact {n % 3} about tea", "timestamp": n} for n in range(6)])
+        store.consolidate(2)  # duplicates and an eviction in the archive
+        forgot = store.forget(["m5"])
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("CREATE INDEX my_archive_reasons ON memory_archive (reason, id)")  # a user's own index
+        before = conn.execute("SELECT * FROM memory_archive ORDER BY id").fetchall()
+    with pytest.raises(SchemaError, match=r"1 archived memories were forgotten, superseded or merged by meaning.*restore their runs"):
+        migrate(engine, "downgrade", "0005")
+    assert revision_of(engine) == "0006"
+    with MemoryStore(db_path) as store:
+        store.restore(forgot.run_id)
+    with sqlite3.connect(db_path) as conn:
+        kept = conn.execute("SELECT * FROM memory_archive ORDER BY id").fetchall()
+    assert kept == [row for row in before if row[0] != "m5"]
+
+    migrate(engine, "downgrade", "0005")
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT * FROM memory_archive ORDER BY id").fetchall() == kept
+        indexes = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "my_archive_reasons" in indexes and "ix_memory_archive_superseded_by" not in indexes
+        with pytest.raises(sqlite3.IntegrityError, match="reason_known"):
+            conn.execute("UPDATE memory_archive SET reason = 'forgotten' WHERE id = ?", (kept[0][0],))
+
+    migrate(engine, "upgrade", "head")
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT * FROM memory_archive ORDER BY id").fetchall() == kept
+        indexes = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert {"my_archive_reasons", "ix_memory_archive_superseded_by", "ix_memories_fact_key"} <= indexes
+        conn.execute("DROP INDEX my_archive_reasons")  # the user's, which the models rightly do not know
+    assert schema_diff(engine) == [] and drift(engine) == []

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, inspect, text
 
-from memstore import MemoryStore, MemstoreError
+from memstore import MemoryStore, MemstoreError, SchemaError
 from memstore.cli import cli
 from memstore.db import make_engine, write_transaction
 from memstore.migrate import alembic_config, comparison_options, current_revision, head_revision
@@ -206,3 +206,23 @@ def test_sqlite_and_postgresql_give_identical_results_for_the_same_store(paired_
 def test_backup_refuses_on_postgresql(pg_url, tmp_path):
     with MemoryStore(pg_url) as store, pytest.raises(MemstoreError, match="pg_dump"):
         store.backup(tmp_path / "x.db")
+
+
+def test_0006_on_postgresql_widens_the_reasons_and_a_downgrade_waits_for_forgotten_rows(pg_url):
+    with MemoryStore(pg_url) as store:
+        store.add_many([{"id": "a", "text": "fact a"}, {"id": "b", "text": "fact b"}])
+        forgot = store.forget(["a"], reason="test")
+        store.update("b", text="fact b, corrected", new_id="b2")
+    engine = make_engine(pg_url)
+    with pytest.raises(SchemaError, match="2 archived memories were forgotten, superseded or merged by meaning"):
+        migrate(engine, "downgrade", "0005")
+    with MemoryStore(pg_url) as store:
+        store.restore(forgot.run_id)
+        store.restore(store.runs()[0]["id"])
+    migrate(engine, "downgrade", "0005")
+    with engine.begin() as conn, pytest.raises(Exception, match="ck_memory_archive_reason_known"):
+        conn.execute(text("INSERT INTO memory_archive (id, text, norm_key, timestamp, importance, created_at, updated_at, archived_at, reason) VALUES ('x', 't', 't', 1, 3, 1, 1, 1, 'forgotten')"))
+    migrate(engine, "upgrade", "head")
+    with engine.connect() as conn:
+        assert current_revision(conn) == head_revision()
+    engine.dispose()

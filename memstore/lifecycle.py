@@ -1,0 +1,267 @@
+"""Forget, update and supersede: a person's or an agent's own changes to memories, each one run.
+
+Like the jobs, every operation here runs on a connection the caller holds inside one write
+transaction, takes memories out of the live set only by copying them whole into `memory_archive`
+first, and is recorded in `consolidation_runs` (kinds `forget`, `update`, `supersede`), so
+`memstore runs` lists it and `restore --run N` undoes it. Such a run's `live_before` and `kept`
+count the memories it named (a forget of two: 2 and 0), not the namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, literal, select
+
+from .consolidate import CHUNK, ArchivedEntry, copy_to_archive, lock_jobs
+from .errors import IdConflictError, MemstoreError, ValidationError, memory_not_found
+from .records import new_id, prepare_row
+from .schema import MEMORY_COLUMNS, memories
+from .schema import consolidation_runs as runs
+from .schema import memory_archive as archive
+
+# The fields an update may change; everything else is carried from the version it replaces.
+UPDATABLE = ("text", "importance", "pinned", "meta", "fact_key", "timestamp")
+ARCHIVE_FIELDS = ("archived_at", "reason", "superseded_by", "run_id")
+
+
+@dataclass
+class LifecycleReport:
+    """What a forget, update or supersede did."""
+
+    kind: str
+    run_id: int
+    namespace: str | None
+    archived: list[ArchivedEntry] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)  # ids of new versions (update)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "namespace": self.namespace,
+            "archived": [entry.__dict__ for entry in self.archived],
+            "written": self.written,
+        }
+
+
+def _latest_version(conn: Connection, row: Mapping[str, Any]) -> tuple[str, Mapping[str, Any] | None]:
+    """The end of `row`'s superseded_by chain: (its id, its archive row, or None when it is live)."""
+    seen = {row["id"]}
+    while row["superseded_by"] is not None and row["superseded_by"] not in seen:
+        successor = row["superseded_by"]
+        if conn.execute(select(memories.c.id).where(memories.c.id == successor)).first():
+            return successor, None
+        following = conn.execute(select(archive).where(archive.c.id == successor)).mappings().first()
+        if following is None:
+            break
+        row = following
+        seen.add(row["id"])
+    return row["id"], row
+
+
+def archived_error(conn: Connection, row: Mapping[str, Any], action: str) -> MemstoreError:
+    """Why an archived memory cannot be acted on, and what to act on instead."""
+    said = f"memory {row['id']!r} is archived ({row['reason']} in run {row['run_id']})"
+    latest_id, latest = _latest_version(conn, row)
+    if latest is None:
+        return MemstoreError(f"{said}; its live successor is {latest_id!r}: {action} that one instead")
+    if latest_id != row["id"]:
+        said += f"; its latest version {latest_id!r} is archived too ({latest['reason']} in run {latest['run_id']})"
+    return MemstoreError(f"{said}; `memstore restore --run {latest['run_id']}` brings it back")
+
+
+def live_rows(conn: Connection, ids: Sequence[str], namespace: str | None, action: str) -> dict[str, dict[str, Any]]:
+    """The live rows of `ids`, or an error naming the first id that is unknown, in another
+    namespace or archived; nothing is written before every id has been found."""
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(ids), CHUNK):
+        chunk = list(ids[start : start + CHUNK])
+        found.update((row["id"], dict(row)) for row in conn.execute(select(memories).where(memories.c.id.in_(chunk))).mappings())
+    for memory_id in ids:
+        row = found.get(memory_id)
+        if row is not None:
+            if namespace is not None and row["namespace"] != namespace:
+                raise memory_not_found(memory_id, namespace)
+            continue
+        stored = conn.execute(select(archive).where(archive.c.id == memory_id)).mappings().first()
+        if stored is None or (namespace is not None and stored["namespace"] != namespace):
+            raise memory_not_found(memory_id, namespace)
+        raise archived_error(conn, stored, action)
+    return found
+
+
+def _start_run(conn: Connection, kind: str, namespace: str | None, named: int, kept: int, params: dict, now: int) -> int:
+    # No high-water mark: these runs deduplicate nothing, so the next job's incremental Stage 1
+    # still reads from the last job's mark (an update's new version has a later seq anyway).
+    return conn.execute(
+        insert(runs).values(
+            kind=kind, namespace=namespace, capacity=None, params=params or None, status="applied",
+            started_at=now, finished_at=now, live_before=named, kept=kept, duplicates=0, evicted=0, stale=0,
+        ).returning(runs.c.id)
+    ).scalar_one()  # fmt: skip
+
+
+def _archive(conn: Connection, ids: list[str], reason: str, superseded_by: str | None, run_id: int, now: int) -> None:
+    """Copy the live rows of `ids` into the archive, whole, then take them out of the live set."""
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        rows = select(memories).where(memories.c.id.in_(chunk)).subquery("leaving")
+        copy_to_archive(conn, rows, reason, literal(superseded_by), run_id, now)
+        conn.execute(delete(memories).where(memories.c.id.in_(chunk)))
+
+
+def _archived_entries(conn: Connection, run_id: int) -> list[ArchivedEntry]:
+    return [
+        ArchivedEntry(*row)
+        for row in conn.execute(
+            select(archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by)
+            .where(archive.c.run_id == run_id)
+            .order_by(archive.c.id)
+        )
+    ]
+
+
+def forget_in_transaction(
+    conn: Connection, ids: Sequence[str], reason: str | None, namespace: str | None, now: int
+) -> LifecycleReport:
+    """Archive live memories with reason `forgotten`; recall stops returning them."""
+    unique = list(dict.fromkeys(ids))
+    if not unique:
+        raise ValidationError("forget", "ids", "name at least one memory")
+    if reason is not None and not isinstance(reason, str):
+        raise ValidationError("forget", "reason", "must be text")
+    lock_jobs(conn, namespace)
+    rows = live_rows(conn, unique, namespace, "forget")
+    scope = namespace if namespace is not None else _one_namespace(rows.values())
+    run_id = _start_run(conn, "forget", scope, len(unique), 0, {"reason": reason} if reason else {}, now)
+    _archive(conn, unique, "forgotten", None, run_id, now)
+    return LifecycleReport("forget", run_id, scope, _archived_entries(conn, run_id))
+
+
+def _one_namespace(rows) -> str | None:
+    namespaces = {row["namespace"] for row in rows}
+    return namespaces.pop() if len(namespaces) == 1 else None
+
+
+def update_in_transaction(
+    conn: Connection,
+    memory_id: str,
+    changes: Mapping[str, Any],
+    namespace: str | None,
+    now: int,
+    *,
+    version_id: str | None = None,
+) -> tuple[dict[str, Any], LifecycleReport]:
+    """Write a new version of a live memory and archive the old one as `superseded` by it.
+
+    The new version gets `version_id` (default: a generated id) and, unless given, the timestamp
+    `now`; it carries every field not changed, the old version's created_at and its recall
+    history, with updated_at = now.
+    """
+    unknown = sorted(set(changes) - set(UPDATABLE))
+    if unknown:
+        raise ValidationError(f"update {memory_id}", unknown[0], "cannot be changed by an update")
+    given = {name: value for name, value in changes.items() if value is not None}
+    lock_jobs(conn, namespace)
+    old = live_rows(conn, [memory_id], namespace, "update")[memory_id]
+    if not given:
+        raise ValidationError(f"update {memory_id}", None, f"nothing to change: give one of {', '.join(UPDATABLE)}")
+    if all(old[name] == value for name, value in given.items()):
+        raise ValidationError(f"update {memory_id}", None, "changes nothing: every value given is the stored one")
+    record = {name: old[name] for name in ("namespace", "text", "importance", "pinned", "fact_key", "meta")}
+    record.update(
+        id=version_id if version_id is not None else new_id(), timestamp=now, created_at=old["created_at"], updated_at=now,
+        recall_count=old["recall_count"], last_recalled_at=old["last_recalled_at"],
+    )  # fmt: skip
+    record.update(given)
+    new_row = prepare_row(record, f"update {memory_id}", now).row
+    taken = conn.execute(select(archive.c.id).where(archive.c.id == new_row["id"]).union_all(
+        select(memories.c.id).where(memories.c.id == new_row["id"]))).first()
+    if taken is not None:
+        raise IdConflictError(f"update {memory_id}: field 'new_id': {new_row['id']!r} already names a memory")
+    new_row["seq"] = conn.execute(insert(memories).returning(memories.c.seq), new_row).scalar_one()
+    params = {"by": new_row["id"], "changes": given}
+    run_id = _start_run(conn, "update", old["namespace"], 1, 0, params, now)
+    _archive(conn, [memory_id], "superseded", new_row["id"], run_id, now)
+    report = LifecycleReport("update", run_id, old["namespace"], _archived_entries(conn, run_id), [new_row["id"]])
+    return {name: new_row[name] for name in MEMORY_COLUMNS}, report
+
+
+def supersede_in_transaction(conn: Connection, old_id: str, by: str, namespace: str | None, now: int) -> LifecycleReport:
+    """Archive the live memory `old_id` as `superseded` by the live memory `by` (a person's
+    resolution of two conflicting facts)."""
+    if old_id == by:
+        raise ValidationError(f"supersede {old_id}", "by", "a memory cannot supersede itself")
+    lock_jobs(conn, namespace)
+    rows = live_rows(conn, [old_id, by], namespace, "supersede")
+    if rows[old_id]["namespace"] != rows[by]["namespace"]:
+        raise ValidationError(
+            f"supersede {old_id}", "by",
+            f"{by!r} is in namespace {rows[by]['namespace']!r}, {old_id!r} in {rows[old_id]['namespace']!r}",
+        )  # fmt: skip
+    run_id = _start_run(conn, "supersede", rows[old_id]["namespace"], 2, 1, {"by": by}, now)
+    _archive(conn, [old_id], "superseded", by, run_id, now)
+    return LifecycleReport("supersede", run_id, rows[old_id]["namespace"], _archived_entries(conn, run_id))
+
+
+def undo_update(conn: Connection, run_id: int, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Take back the version an update run wrote (called by restore before the old one comes back);
+    returns the recall history the restored version takes over.
+
+    The new version carried the old one's recall history and may have been recalled since, so the
+    restored version takes its counts; the change itself stays recorded in the run's params.
+    """
+    written = (params or {}).get("by")
+    row = conn.execute(select(memories).where(memories.c.id == written)).mappings().first()
+    if row is None:
+        gone = conn.execute(select(archive.c.reason, archive.c.run_id).where(archive.c.id == written)).first()
+        where = f" ({gone.reason} in run {gone.run_id}); restore run {gone.run_id} first" if gone else ""
+        raise MemstoreError(f"run {run_id} wrote {written!r}, which is no longer live{where}")
+    conn.execute(delete(memories).where(memories.c.id == written))
+    return {"recall_count": row["recall_count"], "last_recalled_at": row["last_recalled_at"]}
+
+
+def history_rows(conn: Connection, memory_id: str, namespace: str | None) -> list[dict[str, Any]]:
+    """Every version linked to `memory_id` by superseded_by, oldest first (a version always before
+    the one that replaced it; then by timestamp, then id), live or archived."""
+
+    def fetch(column, values) -> list[dict[str, Any]]:
+        found = []
+        for table, state in ((memories, "live"), (archive, "archived")):
+            if state == "live" and column != "id":
+                continue
+            for start in range(0, len(values), CHUNK):
+                chunk = values[start : start + CHUNK]
+                for row in conn.execute(select(table).where(table.c[column].in_(chunk))).mappings():
+                    entry = {name: row[name] for name in MEMORY_COLUMNS}
+                    entry["state"] = state
+                    entry.update({name: row.get(name) for name in ARCHIVE_FIELDS})
+                    found.append(entry)
+        return found
+
+    start = fetch("id", [memory_id])
+    if not start or (namespace is not None and start[0]["namespace"] != namespace):
+        raise memory_not_found(memory_id, namespace)
+    versions = {start[0]["id"]: start[0]}
+    head = start[0]
+    while head["superseded_by"] is not None and head["superseded_by"] not in versions:
+        successor = fetch("id", [head["superseded_by"]])
+        if not successor:
+            break
+        head = successor[0]
+        versions[head["id"]] = head
+    depth = {head["id"]: 0}
+    frontier = [head["id"]]
+    while frontier:
+        replaced = [row for row in fetch("superseded_by", frontier) if row["id"] not in depth]
+        for row in replaced:
+            depth[row["id"]] = depth[row["superseded_by"]] + 1
+            versions[row["id"]] = row
+        frontier = [row["id"] for row in replaced]
+    # Versions on the forward walk that the backward walk from the head missed (a broken chain).
+    for row_id in versions:
+        depth.setdefault(row_id, len(versions))
+    return sorted(versions.values(), key=lambda row: (-depth[row["id"]], row["timestamp"], row["id"]))
