@@ -9,6 +9,7 @@ count the memories it named (a forget of two: 2 and 0), not the namespace.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,7 +170,7 @@ def update_in_transaction(
     old = live_rows(conn, [memory_id], namespace, "update")[memory_id]
     if not given:
         raise ValidationError(f"update {memory_id}", None, f"nothing to change: give one of {', '.join(UPDATABLE)}")
-    if all(old[name] == value for name, value in given.items()):
+    if all(_same_value(old[name], value) for name, value in given.items()):
         raise ValidationError(f"update {memory_id}", None, "changes nothing: every value given is the stored one")
     record = {name: old[name] for name in ("namespace", "text", "importance", "pinned", "fact_key", "meta")}
     record.update(
@@ -188,6 +189,13 @@ def update_in_transaction(
     _archive(conn, [memory_id], "superseded", new_row["id"], run_id, now)
     report = LifecycleReport("update", run_id, old["namespace"], _archived_entries(conn, run_id), [new_row["id"]])
     return {name: new_row[name] for name in MEMORY_COLUMNS}, report
+
+
+def _same_value(stored: Any, given: Any) -> bool:
+    # JSON is compared as JSON: 1, 1.0 and true are equal to Python but not to a JSON reader.
+    if isinstance(stored, (dict, list)) or isinstance(given, (dict, list)):
+        return json.dumps(stored, sort_keys=True) == json.dumps(given, sort_keys=True)
+    return stored == given and type(stored) is type(given)
 
 
 def supersede_in_transaction(conn: Connection, old_id: str, by: str, namespace: str | None, now: int) -> LifecycleReport:

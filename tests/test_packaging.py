@@ -24,6 +24,8 @@ SHIPPED_FILES = (
     "memstore/migrations/script.py.mako",
     "memstore/migrations/versions/0001_initial_schema.py",
     "memstore/py.typed",
+    "memstore/mcp.py",
+    "memstore/integrations/langgraph.py",
 )
 NOT_SOURCE = shutil.ignore_patterns(
     ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis",
@@ -91,3 +93,16 @@ def test_installed_memstore_init_creates_a_store_outside_the_checkout(installed:
         versions = [v for (v,) in conn.execute("SELECT version_num FROM alembic_version")]
     assert {"memories", "memory_archive", "consolidation_runs"} <= tables
     assert versions == [head_revision()]
+
+
+def test_without_the_mcp_extra_memstore_mcp_says_what_to_install(installed: Path, tmp_path: Path) -> None:
+    # The wheel installed bare: the core works, the optional faces name their extra.
+    result = subprocess.run(
+        [str(installed / "memstore"), "--db", str(tmp_path / "s.db"), "mcp"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 1
+    assert result.stderr == "Error: the MCP server needs the mcp extra: pip install 'memstore[mcp]'\n"
+    langgraph = subprocess.run(
+        [str(installed / "python"), "-c", "import memstore.integrations.langgraph"], capture_output=True, text=True, timeout=120
+    )
+    assert langgraph.returncode == 1 and "pip install 'memstore[langgraph]'" in langgraph.stderr

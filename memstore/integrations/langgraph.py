@@ -1,0 +1,453 @@
+"""LangGraph's `BaseStore` over memstore: a graph keeps its long-term memory in a memstore.
+
+    graph = builder.compile(store=MemstoreStore("agent.db"))
+
+The mapping (docs/langgraph.md says the same for users):
+
+- a namespace ("users", "u1", "memories") is the memstore namespace "users.u1.memories" (LangGraph
+  forbids "." and empty labels, so the mapping is one to one);
+- an item's key is the memory's `fact_key`, "the fact this memory claims" (memstore ids change on
+  update); a memory written by other means (no fact_key) shows up with its id as key;
+- the value is kept whole in `meta` as {"value": value}; the memory's text, which recall searches and
+  the job deduplicates on, is taken from the value (`memory_text`);
+- a put to an existing key is `MemoryStore.update` (the old version archived as "superseded"), a put
+  of None and a delete are `MemoryStore.forget`; `restore(run_id)` undoes either. A put of the value
+  already stored writes nothing.
+
+No SQL here: every read and write is a `MemoryStore` call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import operator
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import closing, contextmanager
+from datetime import UTC, datetime, timedelta
+from itertools import islice
+from typing import Any, Self
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        InvalidNamespaceError,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+    )
+except ImportError as exc:
+    raise ImportError(
+        f"memstore's LangGraph store needs LangGraph ({exc}); install it with: pip install 'memstore[langgraph]'"
+    ) from exc
+
+from ..errors import NotFoundError, ValidationError
+from ..records import now_ms
+from ..store import MemoryStore
+from ..validate import check_string
+
+# Recall is asked for at least this many memories per namespace, so a filtered search rarely needs a
+# second round.
+_FIRST_RECALL_K = 10
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MISSING = object()  # a filtered field the value does not have
+_ORDER = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
+
+
+# -- the mapping ------------------------------------------------------------------------------
+
+
+def namespace_to_text(namespace: Iterable[str]) -> str:
+    """("users", "u1", "memories") -> "users.u1.memories"."""
+    return ".".join(namespace)
+
+
+def text_to_namespace(namespace: str) -> tuple[str, ...]:
+    """"users.u1.memories" -> ("users", "u1", "memories")."""
+    return tuple(namespace.split("."))
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per JSON value: sorted keys, no spaces, characters as they are."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def memory_text(value: Mapping[str, Any]) -> str:
+    """The text a value is remembered (recalled, deduplicated) by.
+
+    `value["content"]` when it is a string (LangMem's manage_memory writes {"content": "..."}); its
+    canonical JSON when it is an object (LangMem's structured memories); else `value["text"]` when it
+    is a string; else the canonical JSON of the whole value.
+
+    >>> memory_text({"content": "User likes tea."})
+    'User likes tea.'
+    >>> memory_text({"kind": "Preference", "content": {"what": "tea", "likes": True}})
+    '{"likes":true,"what":"tea"}'
+    >>> memory_text({"theme": "dark"})
+    '{"theme":"dark"}'
+    """
+    content = value.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        return canonical_json(content)
+    text = value.get("text")
+    if isinstance(text, str):
+        return text
+    return canonical_json(value)
+
+
+def _value_of(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The item value of a memory: what a put stored, or {"content": text} for one written by other means."""
+    meta = row["meta"]
+    if isinstance(meta, Mapping) and isinstance(meta.get("value"), dict):
+        return meta["value"]
+    return {"content": row["text"]}
+
+
+def _datetime(unix_ms: int) -> datetime:
+    return _EPOCH + timedelta(milliseconds=unix_ms)
+
+
+def _item_fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "namespace": text_to_namespace(row["namespace"]),
+        "key": row["fact_key"] if row["fact_key"] is not None else row["id"],
+        "value": _value_of(row),
+        "created_at": _datetime(row["created_at"]),
+        "updated_at": _datetime(row["updated_at"]),
+    }
+
+
+def _rank(row: Mapping[str, Any]) -> tuple[float, str]:
+    """Recall's order across namespaces: higher score first, ties by id."""
+    return -row["score"], row["id"]
+
+
+def _is_under(namespace: str, prefix: str) -> bool:
+    return not prefix or namespace == prefix or namespace.startswith(prefix + ".")
+
+
+# -- checks, all made before a batch reads or writes anything ------------------------------------
+
+
+def _check_labels(namespace: Iterable[Any]) -> None:
+    """LangGraph's rules for a namespace label, with its error type."""
+    namespace = tuple(namespace)
+    for label in namespace:
+        if not isinstance(label, str):
+            problem = f"must be strings, got {type(label).__name__}"
+        elif not label:
+            problem = "cannot be empty strings"
+        elif "." in label:
+            problem = "cannot contain periods ('.')"
+        elif "\x00" in label:
+            problem = "cannot contain NUL bytes"
+        else:
+            continue
+        raise InvalidNamespaceError(f"Invalid namespace label {label!r} in {namespace}: namespace labels {problem}.")
+
+
+def _check_keys(value: Any, where: str, path: str) -> None:
+    """JSON object keys are strings; json.dumps would quietly turn 1 into "1" and break the round trip."""
+    if isinstance(value, Mapping):
+        for name, item in value.items():
+            if not isinstance(name, str):
+                raise ValidationError(where, path, f"has the non-string key {name!r}; JSON keys are strings")
+            _check_keys(item, where, f"{path}.{name}")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_keys(item, where, f"{path}[{index}]")
+
+
+def _check_put(namespace: tuple[str, ...], key: Any, value: Any) -> dict[str, Any] | None:
+    """The value to store (a plain dict, or None for a delete), or an error naming the put."""
+    if not namespace:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    where = f"put {namespace} key {key!r}"
+    check_string(key, where, "key")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValidationError(where, "value", f"must be a mapping (a JSON object) or None, got {type(value).__name__}")
+    value = dict(value)
+    _check_keys(value, where, "value")
+    try:
+        json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(where, "value", f"is not strict JSON: {exc}") from None
+    check_string(memory_text(value), where, "text")
+    return value
+
+
+def _check_page(limit: Any, offset: Any) -> None:
+    for name, number in (("limit", limit), ("offset", offset)):
+        if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {number!r}")
+
+
+# -- filters ----------------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _same(actual: Any, wanted: Any) -> bool:
+    """JSON equality: numbers as numbers (1 == 1.0), true is not 1, lists and objects element-wise."""
+    if _is_number(actual) and _is_number(wanted):
+        return actual == wanted
+    if isinstance(actual, Mapping) and isinstance(wanted, Mapping):
+        return actual.keys() == wanted.keys() and all(_same(actual[name], wanted[name]) for name in actual)
+    if isinstance(actual, (list, tuple)) and isinstance(wanted, (list, tuple)):
+        return len(actual) == len(wanted) and all(map(_same, actual, wanted))
+    return type(actual) is type(wanted) and actual == wanted
+
+
+def _field(value: Mapping[str, Any], name: str) -> Any:
+    """value[name], or a dotted path into nested objects ("user.role"), or _MISSING."""
+    if name in value:
+        return value[name]
+    node: Any = value
+    for part in name.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _apply_operator(actual: Any, name: str, operand: Any) -> bool:
+    if name in ("$eq", "$ne"):
+        equal = _same(None if actual is _MISSING else actual, operand)
+        return equal if name == "$eq" else not equal
+    if name in _ORDER:
+        # Numbers compare as numbers and strings as strings; anything else (a missing field, a
+        # number against a string) does not match.
+        comparable = (_is_number(actual) and _is_number(operand)) or (isinstance(actual, str) and isinstance(operand, str))
+        return comparable and _ORDER[name](actual, operand)
+    raise ValueError(f"Unsupported operator: {name}")
+
+
+def _condition_holds(actual: Any, wanted: Any) -> bool:
+    if isinstance(wanted, Mapping) and any(str(name).startswith("$") for name in wanted):
+        return all(_apply_operator(actual, name, operand) for name, operand in wanted.items())
+    if isinstance(wanted, Mapping):  # a filter on the fields of a nested object
+        return isinstance(actual, Mapping) and all(_condition_holds(_field(actual, n), w) for n, w in wanted.items())
+    return _same(None if actual is _MISSING else actual, wanted)
+
+
+def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """LangGraph's search filter, evaluated in Python on the stored value.
+
+    >>> matches_filter({"n": 10, "tag": "a"}, {"tag": "a", "n": {"$gt": 9}})
+    True
+    >>> matches_filter({"n": 10}, {"n": {"$lt": 9.5}})
+    False
+    """
+    return not filter or all(_condition_holds(_field(value, name), wanted) for name, wanted in filter.items())
+
+
+def _matches_condition(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    labels = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
+    return all(wanted in ("*", label) for wanted, label in zip(path, labels))
+
+
+# -- the store --------------------------------------------------------------------------------
+
+
+class MemstoreStore(BaseStore):
+    """A LangGraph store whose items are memories in a memstore (a SQLite file or a PostgreSQL URL).
+
+    >>> store = MemstoreStore("agent.db")                                 # doctest: +SKIP
+    >>> graph = builder.compile(store=store)                              # doctest: +SKIP
+
+    Pass a path or URL (the store is opened, migrated, and closed by `close()`), or an open
+    `MemoryStore` (left open). `store.store` is the `MemoryStore` underneath: `history`, `restore`,
+    `consolidate` and the rest are there. TTLs are not supported; the `index` argument of put is
+    ignored, since recall indexes every memory's text.
+    """
+
+    supports_ttl = False
+
+    def __init__(self, path_or_url: str | os.PathLike[str] | MemoryStore) -> None:
+        if isinstance(path_or_url, MemoryStore):
+            self.store, self._owns_store = path_or_url, False
+        else:
+            self.store, self._owns_store = MemoryStore(path_or_url), True
+        # A put reads (which memory holds the key?) then writes (add or update it). One at a time in
+        # a process, so two nodes putting the same new key make one memory, not two.
+        self._write_lock = threading.Lock()
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str | os.PathLike[str]) -> Iterator[MemstoreStore]:
+        """Open a store for the length of a `with` block, like LangGraph's SqliteStore.from_conn_string."""
+        store = cls(conn_string)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def setup(self) -> None:
+        """Nothing to do: opening the store already migrated it. Here for code written for SqliteStore."""
+
+    def close(self) -> None:
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- batch ---------------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Answer the reads, then apply the puts; results come back in the order the ops came.
+
+        Every op is checked before anything is read or written. As in LangGraph's own stores, reads
+        see the store as it was before the batch's puts, and of several puts to one key the last wins.
+        Each put is its own memstore write (and a replaced or deleted item its own run).
+        """
+        ops = list(ops)
+        puts = self._check_ops(ops)
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(op))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            else:
+                results.append(None)
+        with self._write_lock:
+            for (namespace, key), value in puts.items():
+                self._put(namespace, key, value)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        # memstore's calls wait on the database: run them off the event loop.
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    @staticmethod
+    def _check_ops(ops: list[Op]) -> dict[tuple[str, str], dict[str, Any] | None]:
+        """Check every op; return the puts to apply, one per key (the last)."""
+        puts: dict[tuple[str, str], dict[str, Any] | None] = {}
+        for op in ops:
+            if isinstance(op, GetOp):
+                _check_labels(op.namespace)
+            elif isinstance(op, SearchOp):
+                _check_labels(op.namespace_prefix)
+                _check_page(op.limit, op.offset)
+            elif isinstance(op, ListNamespacesOp):
+                _check_page(op.limit, op.offset)
+                for condition in op.match_conditions or ():
+                    if condition.match_type not in ("prefix", "suffix"):
+                        raise ValueError(f"Unsupported match type: {condition.match_type!r}")
+                    _check_labels(condition.path)
+            elif isinstance(op, PutOp):
+                _check_labels(op.namespace)
+                if op.ttl is not None:
+                    raise NotImplementedError("TTL is not supported by MemstoreStore; set ttl=None.")
+                namespace = tuple(op.namespace)
+                puts[(namespace_to_text(namespace), op.key)] = _check_put(namespace, op.key, op.value)
+            else:
+                raise TypeError(f"Unknown operation type: {type(op)}")
+        return puts
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def _find(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """The live memory answering to `key` in `namespace`: the one holding that fact_key, else one
+        without a fact_key whose id is `key`."""
+        if "\x00" in key:
+            return None  # no memory can hold it (and PostgreSQL refuses it as a parameter)
+        row = self.store.find_fact(namespace, key)
+        if row is not None:
+            return row
+        try:
+            row = self.store.get(key, namespace=namespace)
+        except NotFoundError:
+            return None
+        return row if row.get("archived_at") is None and row["fact_key"] is None else None
+
+    def _get(self, op: GetOp) -> Item | None:
+        row = self._find(namespace_to_text(op.namespace), str(op.key))
+        return None if row is None else Item(**_item_fields(row))
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        prefix = namespace_to_text(op.namespace_prefix)
+        if op.query:
+            return self._recall(op, prefix)
+        rows = self.store.iter_rows(namespace_prefix=prefix) if prefix else self.store.iter_rows(None)
+        with closing(rows):
+            items = (SearchItem(**_item_fields(row)) for row in rows)
+            matching = (item for item in items if matches_filter(item.value, op.filter))
+            return list(islice(matching, op.offset, op.offset + op.limit))
+
+    def _recall(self, op: SearchOp, prefix: str) -> list[SearchItem]:
+        """Recall in each namespace under the prefix, merged best first, then filter, offset, limit.
+
+        With a filter, recall is asked again for more (k x 4) until what was not fetched could only
+        rank after the last item wanted.
+        """
+        namespaces = [name for name in self.store.namespaces() if _is_under(name, prefix)]
+        wanted = op.offset + op.limit
+        k = max(wanted, _FIRST_RECALL_K)
+        while True:
+            answers = [self.store.recall(op.query, k, name, touch=False) for name in namespaces]
+            ranked = sorted((row for rows in answers for row in rows), key=_rank)
+            scored = [(row, SearchItem(**_item_fields(row), score=float(row["score"]))) for row in ranked]
+            matching = [(row, item) for row, item in scored if matches_filter(item.value, op.filter)]
+            unfinished = [rows[-1] for rows in answers if len(rows) == k]  # namespaces that may hold more
+            if wanted == 0 or not unfinished:
+                break
+            if len(matching) >= wanted and all(_rank(matching[wanted - 1][0]) <= _rank(last) for last in unfinished):
+                break
+            k *= 4
+        return [item for _, item in matching[op.offset : wanted]]
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        namespaces = [text_to_namespace(name) for name in self.store.namespaces()]
+        chosen = {ns for ns in namespaces if all(_matches_condition(c, ns) for c in op.match_conditions or ())}
+        if op.max_depth is not None:
+            chosen = {ns[: op.max_depth] for ns in chosen}
+        return sorted(chosen)[op.offset : op.offset + op.limit]
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def _put(self, namespace: str, key: str, value: dict[str, Any] | None) -> None:
+        row = self._find(namespace, key)
+        if value is None:
+            if row is not None:
+                self.store.forget([row["id"]], namespace=namespace)
+            return
+        if row is not None and canonical_json(_value_of(row)) == canonical_json(value):
+            return  # the value it holds already (a retried node): no new version
+        text, meta = memory_text(value), {"value": value}
+        if row is None:
+            self.store.add(text, namespace=namespace, fact_key=key, meta=meta)
+            return
+        # A memory written by other means takes the key as its fact_key. The timestamp given is
+        # update's own default (now): it keeps a change that only JSON sees (1 -> 1.0, 1 -> true),
+        # which update's == would call "no change", from being refused.
+        self.store.update(
+            row["id"], text=text, meta=meta, fact_key=key if row["fact_key"] is None else None,
+            timestamp=now_ms(), namespace=namespace,
+        )  # fmt: skip
+
+
+__all__ = ["MemstoreStore", "canonical_json", "matches_filter", "memory_text", "namespace_to_text", "text_to_namespace"]

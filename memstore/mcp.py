@@ -1,0 +1,401 @@
+"""`memstore mcp`: the store as an MCP server, on the official SDK (mcp 2.x, `MCPServer`).
+
+One server serves one store and one namespace: no tool takes a namespace, so an agent cannot read
+or write another one. Each tool is one `MemoryStore` call; no SQL here. A memstore error becomes the
+SDK's `ToolError`, so the model reads memstore's one-line message and the server keeps serving.
+
+This module needs the `mcp` extra (`pip install 'memstore[mcp]'`); `import memstore` never loads it.
+
+>>> server = create_server(MemoryStore(tmp_path / "agent.db"), "assistant")    # doctest: +SKIP
+>>> serve(tmp_path / "agent.db", namespace="assistant")                        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import copy
+import hmac
+import ipaddress
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+from sqlalchemy.exc import SQLAlchemyError
+
+# pydantic (which turns these into the tools' output schemas) wants this TypedDict before Python 3.12.
+from typing_extensions import TypedDict
+
+from .errors import MemstoreError
+from .records import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
+from .store import MemoryStore
+
+logger = logging.getLogger(__name__)
+
+# The report tool lists at most this many entries of each finding; its counts cover them all.
+REPORT_TOP = 10
+# recall's k, bounded so one answer stays small enough for a model's context.
+RECALL_MAX_K = 50
+# Where the streamable HTTP transport answers (the SDK's default path).
+HTTP_PATH = "/mcp"
+
+INSTRUCTIONS = (
+    "Long-term memory that persists across conversations (memstore, namespace {namespace!r}). "
+    "Call `recall` before answering anything that may depend on what you were told earlier: the user's "
+    "preferences, facts about their projects, decisions. Call `remember` when you learn something worth "
+    "keeping: one self-contained fact per call, written so it makes sense without this conversation. "
+    "Correct a fact with `update`; drop one that is wrong or unwanted with `forget` (it is archived, and a "
+    "person can restore it). `show` gives one memory and its history; `report` and `consolidate` are housekeeping."
+)
+
+
+# -- the tools' results ---------------------------------------------------------------------------
+# Each is a tool's output schema. A tool returns exactly these fields (see `fields`): the host shows
+# the model a JSON text of the value returned, besides the structured result, and both must agree.
+
+
+class Remembered(TypedDict):
+    id: str
+    norm_key: str
+    status: Literal["created", "unchanged"]
+    same_key_ids: list[str]
+
+
+class RecallHit(TypedDict):
+    id: str
+    text: str
+    importance: int
+    timestamp: int
+    score: float
+
+
+class Forgotten(TypedDict):
+    run_id: int
+    archived: list[str]
+
+
+class Updated(TypedDict):
+    id: str
+    supersedes: str
+    run_id: int
+
+
+class Shown(TypedDict):
+    memory: dict[str, Any]
+    history: list[dict[str, Any]]
+
+
+class ArchivedByRun(TypedDict):
+    id: str
+    reason: str
+    superseded_by: str | None
+
+
+class Consolidated(TypedDict):
+    dry_run: bool
+    run_id: int | None
+    capacity: int
+    live_before: int
+    kept: int
+    pinned_kept: int
+    duplicates: int
+    evicted: int
+    archived: list[ArchivedByRun]
+
+
+class Finding(TypedDict):
+    count: int
+    top: list[Any]
+
+
+class Inventory(TypedDict):
+    namespace: str
+    total_records: int
+    total_text_chars: int
+    pinned: int
+    never_recalled: int
+    oldest_age_days: int
+    median_age_days: int
+    exact_duplicate_groups: Finding
+    near_duplicate_pairs: Finding
+    contradiction_flags: Finding
+    stalest: Finding
+
+
+def fields(row: Mapping[str, Any], shape: type) -> dict[str, Any]:
+    """The fields of the result type `shape` out of a row the store returned."""
+    return {name: row[name] for name in shape.__annotations__}
+
+
+@contextmanager
+def tool_errors(location: str) -> Iterator[None]:
+    """A memstore error reaches the model as its one-line message (the SDK's ToolError), not as the
+    SDK's bare "Error executing tool"; a database error is named the way the CLI names it."""
+    try:
+        yield
+    except MemstoreError as exc:
+        raise ToolError(str(exc)) from None
+    except SQLAlchemyError as exc:
+        detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        raise ToolError(f"database error at {location}: {detail}") from None
+
+
+def _memstore_version() -> str:
+    try:
+        return version("memstore")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return ""
+
+
+def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCPServer:
+    """The MCP server for one open store and one namespace; the caller owns (and closes) the store."""
+    server = MCPServer(
+        "memstore", instructions=INSTRUCTIONS.format(namespace=namespace), version=_memstore_version()
+    )
+    location = store.url
+
+    @server.tool(annotations=ToolAnnotations(title="Remember a fact", destructive_hint=False))
+    def remember(
+        text: Annotated[str, Field(description="The fact, one self-contained sentence or two.")],
+        importance: Annotated[int, Field(description="1 (trivia) .. 5 (critical); decides what survives when the store is trimmed.")] = DEFAULT_IMPORTANCE,
+        pinned: Annotated[bool, Field(description="Never archive this memory when the store is trimmed.")] = False,
+        fact_key: Annotated[str | None, Field(description="A stable name for the fact (e.g. 'user.timezone'); memories sharing it claim the same fact.")] = None,
+        meta: Annotated[dict[str, Any] | None, Field(description="Any JSON object to keep with the memory (source, tags, ...).")] = None,
+        id: Annotated[str | None, Field(description="Leave empty. Only to make a retried call safe: the same id with the same text stores nothing new.")] = None,
+    ) -> Remembered:
+        """Store a fact in long-term memory so a later conversation can recall it.
+
+        Use it when you learn something worth keeping: a preference, a decision, a fact about the
+        user or their work. One fact per call, written to make sense on its own.
+
+        Returns {id, norm_key, status, same_key_ids}: the memory's id; its normalised key (case,
+        punctuation and spacing removed); status "created", or "unchanged" when this exact call was
+        already stored (a retry with the same id); same_key_ids, the other live memories with the
+        same normalised key (copies that the next consolidation will fold into the newest).
+        """
+        with tool_errors(location):
+            result = store.remember(
+                text, importance=importance, pinned=pinned, fact_key=fact_key, meta=meta, id=id, namespace=namespace
+            )
+        return fields(result, Remembered)
+
+    @server.tool(annotations=ToolAnnotations(title="Recall memories", destructive_hint=False))
+    def recall(
+        query: Annotated[str, Field(description="Words to search for, e.g. 'preferred editor theme'.")],
+        k: Annotated[int, Field(ge=1, le=RECALL_MAX_K, description="How many memories to return at most.")] = 5,
+    ) -> list[RecallHit]:
+        """Search long-term memory for the memories that best match a query.
+
+        Use it before answering anything that may depend on earlier conversations. Full-text
+        search: use the words the memory would contain. Each memory returned counts as recalled
+        (memories never recalled go stale first).
+
+        Returns up to k memories, best match first: {id, text, importance, timestamp (Unix ms),
+        score (higher is better)}; an empty list when nothing matches.
+        """
+        with tool_errors(location):
+            rows = store.recall(query, k, namespace)
+        return [fields(row, RecallHit) for row in rows]
+
+    @server.tool(annotations=ToolAnnotations(title="Forget a memory", destructive_hint=True, idempotent_hint=False))
+    def forget(
+        id: Annotated[str, Field(description="The id of the memory to forget (from recall or remember).")],
+        reason: Annotated[str | None, Field(description="Why, in a few words; kept with the archived memory.")] = None,
+    ) -> Forgotten:
+        """Take a memory out of long-term memory because it is wrong, outdated or unwanted.
+
+        The memory is archived, not destroyed: a person can undo it with `memstore restore --run
+        RUN_ID`. To correct a fact rather than drop it, use `update`.
+
+        Returns {run_id, archived}: the run that archived it, and the archived ids.
+        """
+        with tool_errors(location):
+            run = store.forget([id], reason=reason, namespace=namespace)
+        return {"run_id": run.run_id, "archived": [entry.id for entry in run.archived]}
+
+    @server.tool(annotations=ToolAnnotations(title="Update a memory", destructive_hint=False, idempotent_hint=False))
+    def update(
+        id: Annotated[str, Field(description="The id of the memory to correct.")],
+        text: Annotated[str | None, Field(description="The corrected text; leave empty to keep the text.")] = None,
+        importance: Annotated[int | None, Field(description="New importance 1..5; leave empty to keep it.")] = None,
+    ) -> Updated:
+        """Correct a memory: its text, its importance, or both.
+
+        The old version is archived as superseded and a new memory replaces it, so the history
+        stays (see `show`). Give at least one of text and importance.
+
+        Returns {id, supersedes, run_id}: the new memory's id, the id it replaced, and the run
+        that archived the old version.
+        """
+        if text is None and importance is None:
+            raise ToolError("give text, importance or both")
+        with tool_errors(location):
+            result = store.update(id, text=text, importance=importance, namespace=namespace)
+        return fields(result, Updated)
+
+    @server.tool(annotations=ToolAnnotations(title="Show a memory", read_only_hint=True))
+    def show(id: Annotated[str, Field(description="The memory's id.")]) -> Shown:
+        """Show one memory, live or archived, with its history.
+
+        Use it to see every field of a memory, or why and when it left the live set.
+
+        Returns {memory, history}: memory is the stored row (id, text, importance, timestamp,
+        pinned, fact_key, meta, ...; an archived one also has archived_at, reason and
+        superseded_by); history is every version linked to it by updates, oldest first, this one
+        included, each with state "live" or "archived".
+        """
+        with tool_errors(location):
+            memory = store.get(id, namespace=namespace)
+            history = store.history(id, namespace=namespace)
+        return {"memory": memory, "history": history}
+
+    @server.tool(annotations=ToolAnnotations(title="Consolidate memory", destructive_hint=True, idempotent_hint=True))
+    def consolidate(
+        capacity: Annotated[int, Field(description="How many unpinned memories to keep.")],
+        dry_run: Annotated[bool, Field(description="True (the default): only say what would happen.")] = True,
+    ) -> Consolidated:
+        """Trim long-term memory: fold duplicates into their newest copy, then keep the `capacity`
+        most important unpinned memories.
+
+        Housekeeping; call it when asked to tidy memory. By default a dry run, which changes
+        nothing; call again with dry_run=false to apply. Archived memories are kept and a person
+        can undo a run with `memstore restore --run RUN_ID`.
+
+        Returns the run's counts (live_before, kept, pinned_kept, duplicates, evicted), its run_id
+        (null for a dry run) and the archived memories: {id, reason, superseded_by}.
+        """
+        with tool_errors(location):
+            run = store.consolidate(capacity, namespace, dry_run=dry_run).to_dict()
+        return {**fields(run, Consolidated), "archived": [fields(entry, ArchivedByRun) for entry in run["archived"]]}
+
+    @server.tool(annotations=ToolAnnotations(title="Memory hygiene report", read_only_hint=True))
+    def report() -> Inventory:
+        """Inventory of long-term memory: size, duplicates, near-duplicates, possible
+        contradictions and the stalest memories. Changes nothing.
+
+        Use it to judge whether memory needs tidying or a person's review. Each finding comes as
+        {count, top}: the full count and at most 10 entries. Duplicate groups are lists of ids;
+        near-duplicate pairs and contradiction flags are {ids, jaccard, ...}; stalest entries are
+        {id, staleness 0..1, age_days, recall_count, pinned}.
+        """
+        with tool_errors(location):
+            found = store.report(namespace)
+        stale = [entry for entry in found["staleness"] if entry["staleness"] > 0]
+
+        def finding(entries: list[Any]) -> Finding:
+            return {"count": len(entries), "top": entries[:REPORT_TOP]}
+
+        return {
+            **{key: found[key] for key in ("namespace", "total_records", "total_text_chars", "pinned", "never_recalled", "oldest_age_days", "median_age_days")},
+            "exact_duplicate_groups": finding(found["exact_duplicate_groups"]),
+            "near_duplicate_pairs": finding(found["near_duplicate_pairs"]),
+            "contradiction_flags": finding(found["contradiction_flags"]),
+            "stalest": finding(stale),
+        }
+
+    return server
+
+
+# -- serving --------------------------------------------------------------------------------------
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """'HOST:PORT' (IPv6 as '[::1]:PORT') -> (host, port)."""
+    host, colon, port = address.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise MemstoreError(f"not a HOST:PORT address: {address!r}")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+
+
+class BearerTokenGate:
+    """ASGI middleware: a request without `Authorization: Bearer <token>` gets 401 and reaches nothing."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._token = token.encode()
+
+    def _authorized(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        value = next((v for name, v in headers if name.lower() == b"authorization"), b"")
+        scheme, _, credential = value.partition(b" ")
+        # compare_digest: the time taken does not tell how much of a guess was right.
+        return hmac.compare_digest(credential.strip(), self._token) and scheme.lower() == b"bearer"
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self._authorized(scope["headers"]):
+            await send({
+                "type": "http.response.start", "status": 401,
+                "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="memstore"')],
+            })  # fmt: skip
+            await send({"type": "http.response.body", "body": b'{"error": "missing or wrong bearer token"}'})
+            return
+        if scope["type"] == "websocket" and not self._authorized(scope["headers"]):
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await self.app(scope, receive, send)
+
+
+def _uvicorn_log_config() -> dict[str, Any]:
+    """uvicorn's own logging, with its access log on stderr too (its default is stdout)."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    return config
+
+
+def serve(
+    location: str | os.PathLike[str],
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+    http: str | None = None,
+    token: str | None = None,
+) -> None:
+    """Serve the store at `location` over stdio, or over streamable HTTP at `http` ('HOST:PORT').
+
+    Binding a non-loopback address needs a `token`; with a token, every HTTP request must carry
+    `Authorization: Bearer <token>`. Opens one MemoryStore for the server's lifetime (several
+    servers on one SQLite store are safe: WAL and a busy timeout). Logs go to stderr only: on stdio,
+    stdout is the protocol.
+    """
+    token = token or None
+    address = None if http is None else parse_address(http)
+    if address is not None and token is None and not is_loopback(address[0]):
+        raise MemstoreError(
+            f"refusing to serve {address[0]} without a token: give --token or MEMSTORE_MCP_TOKEN, or bind 127.0.0.1"
+        )
+    with MemoryStore(location) as store:
+        server = create_server(store, namespace)
+        if address is None:
+            logger.info("memstore mcp: namespace %r of %s on stdio", namespace, store.url)
+            server.run("stdio")
+            return
+        import uvicorn
+
+        host, port = address
+        # The SDK turns on DNS-rebinding protection (Host and Origin checks) for a loopback host.
+        app = server.streamable_http_app(host=host, streamable_http_path=HTTP_PATH)
+        if token is not None:
+            app = BearerTokenGate(app, token)
+        logger.info(
+            "memstore mcp: namespace %r of %s at http://%s:%d%s%s", namespace, store.url,
+            f"[{host}]" if ":" in host else host, port, HTTP_PATH, " (bearer token required)" if token else "",
+        )  # fmt: skip
+        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=_uvicorn_log_config())).run()
+
+
+__all__ = ["BearerTokenGate", "create_server", "is_loopback", "parse_address", "serve", "tool_errors"]
