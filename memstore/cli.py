@@ -510,26 +510,200 @@ def history(ctx, memory_id, as_json) -> None:
 
 
 @cli.command()
+@click.option("--phases", default=None, metavar="A,B", help="Only these phases (of check, dedup, semantic, contradict, stale, evict, verify).")
+@namespace_options
+@click.option("--capacity", "-c", type=click.IntRange(min=0), default=None, help="Unpinned memories to keep per namespace (evict; skipped without it).")
+@click.option("--dry-run", is_flag=True, help="Show what every phase would do; write nothing.")
+@click.option("--duplicate-at", type=click.FloatRange(0, 1), default=None, help="Cosine at which a pair may be one fact (default: the classifier's, see docs/semantic.md).")
+@click.option("--related-at", type=click.FloatRange(0, 1), default=None, help="Cosine below which pairs are not compared (default: the classifier's).")
+@click.option("--stale-threshold", type=click.FloatRange(0, 1), default=0.8, show_default=True)
+@click.option("--min-age-days", type=click.IntRange(min=0), default=90, show_default=True)
+@checks_options
+@json_option
+@click.pass_context
+def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicate_at, related_at, stale_threshold,
+             min_age_days, checks, k, as_json) -> None:  # fmt: skip
+    """Run the maintenance phases: check, dedup, semantic, contradict, stale, evict, verify.
+
+    In that order, each one transaction and one run (`memstore restore --run N` undoes it).
+    A failed phase is reported and the others run, except those needing its result, which
+    are skipped; exit 1 if any failed. semantic and contradict need embeddings (they embed
+    what is pending first); evict needs --capacity; verify runs --checks if given.
+
+    \b
+    Example:
+        memstore maintain --dry-run --capacity 5000
+        memstore maintain --capacity 5000 --checks checks.json --json
+    """
+    namespace = chosen_namespace(namespace, all_namespaces)
+    report = open_store(ctx).maintain(
+        None if phases is None else [name.strip() for name in phases.split(",") if name.strip()],
+        namespace=namespace, capacity=capacity, checks=read_checks_file(checks), k=k, dry_run=dry_run,
+        duplicate_at=duplicate_at, related_at=related_at, stale_threshold=stale_threshold, min_age_days=min_age_days,
+    )  # fmt: skip
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        if dry_run:
+            click.echo("dry run, nothing written:")
+        for phase in report.phases:
+            run = f"run {phase.run_id}" if phase.run_id is not None else ""
+            detail = phase.error or ", ".join(f"{key} {value}" for key, value in phase.counts.items())
+            click.echo(f"{phase.name:<10}  {phase.status:<7}  {run:<8}  {detail}".rstrip())
+            for entry in phase.archived:
+                similarity = "" if entry["similarity"] is None else f" (cosine {entry['similarity']:.3f})"
+                by = f" -> {entry['superseded_by']}" if entry["superseded_by"] else ""
+                click.echo(f"    archived {entry['id']} as {entry['reason']}{by}{similarity}")
+            for flag in phase.flags:
+                click.echo(f"    flagged {flag['a']} vs {flag['b']} (newer) cosine {flag['similarity']:.3f}: {flag['reason']}")
+    if not report.ok:
+        ctx.exit(1)
+
+
+@cli.group(invoke_without_command=True)
+@namespace_options
+@json_option
+@click.pass_context
+def flags(ctx, namespace, all_namespaces, as_json) -> None:
+    """List the open contradiction flags; resolve one with `memstore supersede`.
+
+    Each flag is a pair the contradict phase found may contradict each other; the newer
+    side is marked as probably current. `memstore supersede OLD --by NEW` resolves it,
+    `memstore flags dismiss N` says the pair is fine.
+
+    \b
+    Example:
+        memstore flags
+        memstore flags dismiss 3
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    rows = open_store(ctx).flags(chosen_namespace(namespace, all_namespaces))
+    if as_json:
+        return print_json(rows)
+    print_table(
+        ["flag", "older", "newer (probably current)", "cosine", "reason"],
+        [[r["id"], f"{r['older_id']}: {r['older_text']}", f"{r['newer_id']}: {r['newer_text']}", f"{r['similarity']:.3f}", r["reason"]] for r in rows],
+    )
+
+
+@flags.command("dismiss")
+@click.argument("flag_id", metavar="N", type=int)
+@click.pass_context
+def flags_dismiss(ctx, flag_id) -> None:
+    """Dismiss flag N: the pair does not contradict itself; it is not flagged again.
+
+    \b
+    Example:
+        memstore flags dismiss 3
+    """
+    open_store(ctx).dismiss_flag(flag_id)
+    click.echo(f"flag {flag_id} dismissed")
+
+
+@cli.group()
+def embeddings() -> None:
+    """Embeddings for recall by meaning (needs the semantic extra).
+
+    \b
+    Example:
+        memstore embeddings enable --model /path/to/minilm
+        memstore embeddings sync
+    """
+
+
+@embeddings.command("enable")
+@click.option("--model", default=None, metavar="NAME|DIR",
+              help="A fastembed model name (default: sentence-transformers/all-MiniLM-L6-v2) or a local model directory.")
+@json_option
+@click.pass_context
+def embeddings_enable(ctx, model, as_json) -> None:
+    """Record the store's embedding model.
+
+    NAME is downloaded and cached by fastembed once, when online; DIR is a local directory
+    with model.onnx and its tokenizer files (scripts/offline-model DIR assembles one). A new
+    model makes every memory pending: `memstore embeddings sync` embeds them again.
+
+    \b
+    Example:
+        memstore embeddings enable --model ~/models/minilm
+    """
+    chosen = open_store(ctx, create=True).enable_embeddings(model)
+    if as_json:
+        return print_json(chosen)
+    click.echo(f"embeddings enabled: {chosen['model']} ({chosen['dim']} dimensions, from {chosen['source']})")
+
+
+@embeddings.command("sync")
+@json_option
+@click.pass_context
+def embeddings_sync(ctx, as_json) -> None:
+    """Embed the live memories that have no vector from the store's model.
+
+    Incremental: only new (or restored, or re-modelled) memories are embedded. A progress
+    bar shows on a terminal.
+
+    \b
+    Example:
+        memstore embeddings sync
+    """
+    store = open_store(ctx)
+    if sys.stderr.isatty() and not as_json:
+        with click.progressbar(length=max((store.embedding_status() or {}).get("pending", 0), 1), label="embedding", file=sys.stderr) as bar:
+            result = store.sync_embeddings(progress=lambda done, total: bar.update(done - bar.pos))
+    else:
+        result = store.sync_embeddings()
+    if as_json:
+        return print_json(result)
+    click.echo(f"embedded {result['embedded']} memories with {result['model']}")
+
+
+@embeddings.command("status")
+@json_option
+@click.pass_context
+def embeddings_status(ctx, as_json) -> None:
+    """Show the store's embedding model and how many memories wait for a vector.
+
+    \b
+    Example:
+        memstore embeddings status
+    """
+    status = open_store(ctx).embedding_status()
+    if as_json:
+        return print_json(status)
+    if status is None:
+        click.echo("embeddings are not enabled (memstore embeddings enable)")
+    else:
+        click.echo(f"model {status['model']} ({status['dim']} dimensions, from {status['source']}); {status['pending']} memories pending")
+
+
+@cli.command()
 @click.argument("query")
 @click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True, help="How many memories.")
 @click.option("--namespace", "-n", default="default", show_default=True)
 @click.option("--no-touch", is_flag=True, help="Do not count this as a recall.")
+@click.option("--mode", type=click.Choice(["lexical", "semantic", "hybrid"]), default=None,
+              help="Full-text, vectors, or both fused (default: hybrid when the store has vectors, else lexical).")
 @json_option
 @click.pass_context
-def recall(ctx, query, k, namespace, no_touch, as_json) -> None:
+def recall(ctx, query, k, namespace, no_touch, mode, as_json) -> None:
     """Find the memories that best match QUERY.
 
-    Full-text search over the live set, best match first (ties by id). Each memory
+    Full-text search over the live set, and with embeddings (memstore embeddings) search
+    by meaning, the two rankings fused; best match first (ties by id). Each memory
     returned gets recall_count + 1 and last_recalled_at = now, unless --no-touch.
 
     \b
     Example:
         memstore recall "office wifi guests" -k 3
     """
-    rows = open_store(ctx).recall(query, k, namespace, touch=not no_touch)
+    rows = open_store(ctx).recall(query, k, namespace, touch=not no_touch, mode=mode)
     if as_json:
         return print_json(rows)
-    print_table(["id", "importance", "recalls", "text"], [[r["id"], r["importance"], r["recall_count"], r["text"]] for r in rows])
+    print_table(
+        ["id", "importance", "recalls", "found by", "text"],
+        [[r["id"], r["importance"], r["recall_count"], "+".join(r["found_by"]), r["text"]] for r in rows],
+    )
 
 
 @cli.command()
@@ -566,6 +740,9 @@ def report(ctx, namespace, all_namespaces, now, near_threshold, as_json) -> None
     click.echo(f"possible contradictions (review by hand): {len(result['contradiction_flags'])}")
     for flag in result["contradiction_flags"]:
         click.echo(f"  {flag['ids'][0]} vs {flag['ids'][1]}  {flag['reason']} ({flag['jaccard']})")
+    click.echo(f"open contradiction flags (memstore flags): {len(result['open_flags'])}")
+    for flag in result["open_flags"]:
+        click.echo(f"  flag {flag['id']}: {flag['older_id']} vs {flag['newer_id']} (newer)  {flag['reason']}")
     stalest = [s for s in result["staleness"] if s["staleness"] > 0][:10]
     click.echo(f"stalest (of {len(result['staleness'])}):")
     for entry in stalest:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, delete, false, func, insert, literal, or_, select, text, true, update
+from sqlalchemy import Connection, Float, bindparam, case, delete, false, func, insert, literal, or_, select, text, true, update
 
 from .errors import MemstoreError, NotFoundError
 from .hygiene import stale_ids
@@ -22,6 +22,7 @@ from .schema import (
     RANK_ORDER_FROM_BOTTOM,
     STAGE1_ORDER,
     consolidation_runs as runs,
+    contradiction_flags as flags,
     memories,
     memory_archive as archive,
     memory_merges as merges,
@@ -39,6 +40,7 @@ class ArchivedEntry:
     namespace: str
     reason: str
     superseded_by: str | None
+    similarity: float | None = None  # the cosine behind a semantic_duplicate merge
 
 
 @dataclass
@@ -104,12 +106,17 @@ class ConsolidationReport:
 # -- moving rows --------------------------------------------------------------------------------
 
 
-def copy_to_archive(conn: Connection, rows, reason: str, superseded_by, run_id: int, now: int) -> int:
+def copy_to_archive(
+    conn: Connection, rows, reason: str, superseded_by, run_id: int, now: int, *, similarity: float | None = None
+) -> int:
     """Copy whole memory rows from the subquery `rows` into the archive; returns how many."""
     return conn.execute(
         insert(archive).from_select(
-            [*MEMORY_COLUMNS, "archived_at", "reason", "superseded_by", "run_id"],
-            select(*(rows.c[name] for name in MEMORY_COLUMNS), literal(now), literal(reason), superseded_by, literal(run_id)),
+            [*MEMORY_COLUMNS, "archived_at", "reason", "superseded_by", "run_id", "similarity"],
+            select(
+                *(rows.c[name] for name in MEMORY_COLUMNS), literal(now), literal(reason), superseded_by,
+                literal(run_id), literal(similarity, Float),
+            ),
         )
     ).rowcount
 
@@ -120,13 +127,13 @@ def _remove_archived(conn: Connection, namespace: str, run_id: int, reason: str)
     conn.execute(delete(memories).where(memories.c.id.in_(moved)))
 
 
-def _merge_recall_history(conn: Connection, namespace: str, run_id: int) -> None:
+def merge_recall_history(conn: Connection, namespace: str, run_id: int, reason: str = "duplicate") -> None:
     """Survivors inherit their archived duplicates' recall history; memory_merges records it for restore."""
     absorbed = conn.execute(
         select(archive.c.superseded_by, func.sum(archive.c.recall_count), func.max(archive.c.last_recalled_at))
         .where(
             archive.c.run_id == run_id,
-            archive.c.reason == "duplicate",
+            archive.c.reason == reason,
             archive.c.namespace == namespace,
             or_(archive.c.recall_count > 0, archive.c.last_recalled_at.is_not(None)),
         )
@@ -196,11 +203,18 @@ def max_seq(conn: Connection) -> int:
     return conn.execute(select(func.coalesce(func.max(memories.c.seq), 0))).scalar_one()
 
 
+# The run kinds whose Stage 1 covers their namespaces whole; only their marks say "every key written
+# up to here was deduplicated".
+STAGE1_KINDS = ("consolidate", "prune", "dedup")
+
+
 def _high_water_mark(conn: Connection, namespace: str) -> int | None:
     """The high-water mark of the last run whose Stage 1 covered `namespace`; None if there was none."""
     return conn.execute(
         select(func.max(runs.c.high_water_seq)).where(
-            or_(runs.c.namespace == namespace, runs.c.namespace.is_(None)), runs.c.high_water_seq.is_not(None)
+            or_(runs.c.namespace == namespace, runs.c.namespace.is_(None)),
+            runs.c.high_water_seq.is_not(None),
+            runs.c.kind.in_(STAGE1_KINDS),
         )
     ).scalar_one()
 
@@ -245,7 +259,7 @@ def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int,
         losers = select(ranked.c.id, ranked.c.winner).where(ranked.c.group_rank > 1, ranked.c.pinned == false()).subquery("losers")
         doomed = select(*memories.c, losers.c.winner).join_from(losers, memories, memories.c.id == losers.c.id).subquery("doomed")
         archived += copy_to_archive(conn, doomed, "duplicate", doomed.c.winner, run_id, now)
-    _merge_recall_history(conn, namespace, run_id)
+    merge_recall_history(conn, namespace, run_id)
     _remove_archived(conn, namespace, run_id, "duplicate")
     return archived
 
@@ -384,14 +398,15 @@ def recount_live(conn: Connection) -> None:
     )
 
 
-def _start_run(conn: Connection, report: ConsolidationReport, counts: dict[str, LiveCount]) -> int:
+def _start_run(conn: Connection, report: ConsolidationReport, counts: dict[str, LiveCount], *, stage1: bool = True) -> int:
+    """Record the run; a run that deduplicates records the high-water mark the next one reads past."""
     report.live_before = sum(count.unpinned + count.pinned for count in counts.values())
     return conn.execute(
         insert(runs).values(
             kind=report.kind, namespace=report.namespace, capacity=report.capacity, params=report.params or None,
             status="applied", started_at=report.started_at, finished_at=report.started_at,
             live_before=report.live_before, kept=0, duplicates=0, evicted=0, stale=0,
-            high_water_seq=max_seq(conn),
+            high_water_seq=max_seq(conn) if stage1 else None,
         ).returning(runs.c.id)
     ).scalar_one()  # fmt: skip
 
@@ -403,7 +418,7 @@ def _finish_run(
     report.archived = [
         ArchivedEntry(*row)
         for row in conn.execute(
-            select(archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by)
+            select(archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by, archive.c.similarity)
             .where(archive.c.run_id == run_id)
             .order_by(archive.c.namespace, archive.c.reason, archive.c.id)
         )
@@ -450,25 +465,32 @@ def consolidate_in_transaction(
     dry_run: bool = False,
     full: bool = False,
     list_kept: bool = False,
+    stages: tuple[str, ...] = ("dedup", "evict"),
 ) -> ConsolidationReport:
     """Stage 1 then Stage 2 over one namespace (or all, when `namespace` is None), recorded as one run.
 
     Incremental unless `full` (or there is no earlier run, or the backend is PostgreSQL, where
     concurrent writers can commit a lower seq after a higher one, so a high-water mark could miss
-    a write).
+    a write). `stages` may name one stage alone (`memstore maintain` runs each as its own run, of
+    kind "dedup" or "evict"); `capacity` is unused without "evict".
     """
     lock_jobs(conn, namespace)
-    report = ConsolidationReport("consolidate", None, namespace, capacity, dry_run, started_at=now)
+    dedup, evict = "dedup" in stages, "evict" in stages
+    kind = "consolidate" if dedup and evict else "dedup" if dedup else "evict"
+    report = ConsolidationReport(kind, None, namespace, capacity if evict else None, dry_run, started_at=now)
     incremental = not full and conn.dialect.name == "sqlite"
     counts = _live_counts(conn, namespace, incremental=incremental)
-    marks = {each: _high_water_mark(conn, each) if incremental else None for each in sorted(counts)}
-    run_id = _start_run(conn, report, counts)
-    report.incremental = any(mark is not None for mark in marks.values())
+    marks = {each: _high_water_mark(conn, each) if incremental and dedup else None for each in sorted(counts)}
+    run_id = _start_run(conn, report, counts, stage1=dedup)
+    report.incremental = any(mark is not None for mark in marks.values()) or (incremental and not dedup)
     for each, since in marks.items():
-        archived = _stage1_deduplicate(conn, each, run_id, now, since)
-        # Stage 1 archives unpinned rows only, and nothing else writes meanwhile (SQLite's lock).
-        unpinned_left = None if since is None else counts[each].unpinned - archived
-        _stage2_evict(conn, each, capacity, run_id, now, unpinned_count=unpinned_left)
+        archived = _stage1_deduplicate(conn, each, run_id, now, since) if dedup else 0
+        if evict:
+            # Stage 1 archives unpinned rows only, and nothing else writes meanwhile (SQLite's lock);
+            # the trigger-kept counts are exact, so without Stage 1 they are the count itself.
+            exact = since is not None or (incremental and not dedup)
+            unpinned_left = counts[each].unpinned - archived if exact else None
+            _stage2_evict(conn, each, capacity, run_id, now, unpinned_count=unpinned_left)
     return _finish_run(conn, report, run_id, counts, list_kept=list_kept)
 
 
@@ -482,15 +504,19 @@ def prune_in_transaction(
     min_age_days: int,
     dry_run: bool = False,
     list_kept: bool = False,
+    stages: tuple[str, ...] = ("dedup", "stale"),
 ) -> ConsolidationReport:
-    """The hygiene prune: exact duplicates by the Stage 1 rule, then stale memories; pinned kept."""
+    """The hygiene prune: exact duplicates by the Stage 1 rule, then stale memories; pinned kept.
+    With `stages=("stale",)` only the stale ones, as a run of kind "stale"."""
     params = {"stale_threshold": stale_threshold, "min_age_days": min_age_days, "as_of": as_of}
     lock_jobs(conn, namespace)
-    report = ConsolidationReport("prune", None, namespace, None, dry_run, params=params, started_at=now)
+    dedup = "dedup" in stages
+    report = ConsolidationReport("prune" if dedup else "stale", None, namespace, None, dry_run, params=params, started_at=now)
     counts = _live_counts(conn, namespace, incremental=False)
-    run_id = _start_run(conn, report, counts)
+    run_id = _start_run(conn, report, counts, stage1=dedup)
     for each in sorted(counts):
-        _stage1_deduplicate(conn, each, run_id, now)
+        if dedup:
+            _stage1_deduplicate(conn, each, run_id, now)
         _archive_stale(conn, each, run_id, now, as_of, stale_threshold, min_age_days)
     return _finish_run(conn, report, run_id, counts, list_kept=list_kept)
 
@@ -530,5 +556,10 @@ def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreRe
     if carried is not None:
         conn.execute(update(memories).where(memories.c.id.in_(restored_ids)).values(**carried))
     _undo_merges(conn, run_id)
+    # A contradict run's flags go; a flag a supersede run resolved is open again.
+    conn.execute(delete(flags).where(flags.c.run_id == run_id))
+    conn.execute(
+        update(flags).where(flags.c.closed_by_run == run_id).values(status="open", closed_at=None, closed_by_run=None)
+    )
     conn.execute(update(runs).where(runs.c.id == run_id).values(status="restored", restored_at=now))
     return RestoreReport(run_id=run_id, restored_ids=restored_ids)

@@ -14,13 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, literal, select
+from sqlalchemy import Connection, and_, delete, insert, literal, or_, select, update
 
 from .consolidate import CHUNK, ArchivedEntry, copy_to_archive, lock_jobs
 from .errors import IdConflictError, MemstoreError, ValidationError, memory_not_found
 from .records import new_id, prepare_row
 from .schema import MEMORY_COLUMNS, memories
 from .schema import consolidation_runs as runs
+from .schema import contradiction_flags as flags
 from .schema import memory_archive as archive
 
 # The fields an update may change; everything else is carried from the version it replaces.
@@ -118,7 +119,7 @@ def _archived_entries(conn: Connection, run_id: int) -> list[ArchivedEntry]:
     return [
         ArchivedEntry(*row)
         for row in conn.execute(
-            select(archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by)
+            select(archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by, archive.c.similarity)
             .where(archive.c.run_id == run_id)
             .order_by(archive.c.id)
         )
@@ -212,6 +213,11 @@ def supersede_in_transaction(conn: Connection, old_id: str, by: str, namespace: 
         )  # fmt: skip
     run_id = _start_run(conn, "supersede", rows[old_id]["namespace"], 2, 1, {"by": by}, now)
     _archive(conn, [old_id], "superseded", by, run_id, now)
+    # This is how a person resolves a contradiction flag on the pair (restore opens it again).
+    pair = or_(and_(flags.c.older_id == old_id, flags.c.newer_id == by), and_(flags.c.older_id == by, flags.c.newer_id == old_id))
+    conn.execute(
+        update(flags).where(pair, flags.c.status == "open").values(status="resolved", closed_at=now, closed_by_run=run_id)
+    )
     return LifecycleReport("supersede", run_id, rows[old_id]["namespace"], _archived_entries(conn, run_id))
 
 

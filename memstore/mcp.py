@@ -72,6 +72,7 @@ class RecallHit(TypedDict):
     importance: int
     timestamp: int
     score: float
+    found_by: list[str]
 
 
 class Forgotten(TypedDict):
@@ -113,6 +114,16 @@ class Finding(TypedDict):
     top: list[Any]
 
 
+class OpenFlag(TypedDict):
+    id: int
+    older_id: str
+    newer_id: str
+    similarity: float
+    reason: str
+    older_text: str | None
+    newer_text: str | None
+
+
 class Inventory(TypedDict):
     namespace: str
     total_records: int
@@ -124,6 +135,7 @@ class Inventory(TypedDict):
     exact_duplicate_groups: Finding
     near_duplicate_pairs: Finding
     contradiction_flags: Finding
+    open_flags: Finding
     stalest: Finding
 
 
@@ -192,11 +204,13 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         """Search long-term memory for the memories that best match a query.
 
         Use it before answering anything that may depend on earlier conversations. Full-text
-        search: use the words the memory would contain. Each memory returned counts as recalled
-        (memories never recalled go stale first).
+        search, and when the store has embeddings also search by meaning, the two fused: a
+        question in other words than the memory still finds it. Each memory returned counts as
+        recalled (memories never recalled go stale first).
 
         Returns up to k memories, best match first: {id, text, importance, timestamp (Unix ms),
-        score (higher is better)}; an empty list when nothing matches.
+        score (higher is better), found_by (["lexical"], ["semantic"] or both)}; an empty list
+        when nothing matches.
         """
         with tool_errors(location):
             rows = store.recall(query, k, namespace)
@@ -280,8 +294,10 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
 
         Use it to judge whether memory needs tidying or a person's review. Each finding comes as
         {count, top}: the full count and at most 10 entries. Duplicate groups are lists of ids;
-        near-duplicate pairs and contradiction flags are {ids, jaccard, ...}; stalest entries are
-        {id, staleness 0..1, age_days, recall_count, pinned}.
+        near-duplicate pairs and contradiction flags are {ids, jaccard, ...}; open_flags are the
+        contradictions the maintenance job flagged for a person ({id, older_id, newer_id (probably
+        current), similarity, reason, older_text, newer_text}); stalest entries are {id, staleness
+        0..1, age_days, recall_count, pinned}.
         """
         with tool_errors(location):
             found = store.report(namespace)
@@ -295,6 +311,7 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
             "exact_duplicate_groups": finding(found["exact_duplicate_groups"]),
             "near_duplicate_pairs": finding(found["near_duplicate_pairs"]),
             "contradiction_flags": finding(found["contradiction_flags"]),
+            "open_flags": finding([fields(flag, OpenFlag) for flag in found["open_flags"]]),
             "stalest": finding(stale),
         }
 

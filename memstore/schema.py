@@ -17,12 +17,15 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     Column,
+    Float,
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     Table,
     Text,
+    UniqueConstraint,
     false,
     text as sql_text,
 )
@@ -47,7 +50,8 @@ ROWID_BIGINT = BigInteger().with_variant(Integer, "sqlite")
 # the same fact said in other words (semantic_duplicate).
 ARCHIVE_REASONS = ("duplicate", "evicted", "stale", "manual", "forgotten", "superseded", "semantic_duplicate")
 RUN_STATUSES = ("applied", "restored")
-RUN_KINDS = ("consolidate", "prune", "forget", "update", "supersede")
+RUN_KINDS = ("consolidate", "prune", "forget", "update", "supersede", "dedup", "evict", "stale", "semantic", "contradict")
+FLAG_STATUSES = ("open", "resolved", "dismissed")
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
@@ -113,6 +117,8 @@ memory_archive = Table(
     # back from a version to the ones it replaced.
     Column("superseded_by", CodePointText, index=True),
     Column("run_id", Integer, ForeignKey("consolidation_runs.id"), index=True),
+    # For a semantic_duplicate: the cosine similarity to the survivor that justified the merge.
+    Column("similarity", Float),
     *_memory_checks(),
     CheckConstraint(_in("reason", ARCHIVE_REASONS), name="reason_known"),
 )
@@ -150,6 +156,51 @@ memory_merges = Table(
     Column("absorbed_recall_count", BigInteger, nullable=False),
     Column("last_recalled_at_before", BigInteger),
     Column("last_recalled_at_after", BigInteger),
+)
+
+# Settings of the store itself, such as the embedding model in use ("embedding_model").
+memstore_settings = Table(
+    "memstore_settings",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+# One embedding per memory, live or archived (archiving and restoring keep it), for the model that
+# made it: a little-endian float32 blob of `dim` numbers, unit length, so cosine is a dot product.
+# Memories without a vector for the store's model are the ones `embeddings sync` embeds.
+memory_vectors = Table(
+    "memory_vectors",
+    metadata,
+    Column("memory_id", CodePointText, primary_key=True),
+    Column("model", Text, nullable=False),
+    Column("dim", Integer, nullable=False),
+    Column("vector", LargeBinary, nullable=False),
+    Column("embedded_at", BigInteger, nullable=False),
+)
+# A process holding the vectors in memory reads only those embedded since it last looked.
+Index("ix_memory_vectors_model", memory_vectors.c.model, memory_vectors.c.embedded_at)
+
+# Pairs of memories that may contradict each other, for a person to resolve (`memstore supersede`)
+# or dismiss; never resolved by a job. `older_id` / `newer_id` by (timestamp, id): the newer side is
+# probably current.
+contradiction_flags = Table(
+    "contradiction_flags",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("namespace", CodePointText, nullable=False),
+    Column("older_id", CodePointText, nullable=False),
+    Column("newer_id", CodePointText, nullable=False),
+    Column("similarity", Float, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("status", Text, nullable=False, server_default="open"),
+    Column("run_id", Integer, ForeignKey("consolidation_runs.id"), nullable=False, index=True),
+    Column("flagged_at", BigInteger, nullable=False),
+    Column("closed_at", BigInteger),
+    # The supersede run that resolved it; restoring that run opens the flag again.
+    Column("closed_by_run", Integer),
+    UniqueConstraint("older_id", "newer_id"),
+    CheckConstraint(_in("status", FLAG_STATUSES), name="status_known"),
 )
 
 # Objects that live in the database but not in these tables, SQLite only: the full-text index (and
@@ -192,6 +243,7 @@ MEMORY_COLUMNS = tuple(c.name for c in memories.columns)
 __all__ = [
     "ARCHIVE_REASONS", "CodePointText", "FTS_TABLE", "LIVE_COUNTS_TABLE", "LIVE_COUNTS_TRIGGERS", "MEMORY_COLUMNS",
     "NAMING_CONVENTION", "RANK_ORDER", "RANK_ORDER_FROM_BOTTOM", "ROWID_BIGINT", "RUN_KINDS", "RUN_STATUSES",
-    "SEQ_GUARD_TRIGGER", "STAGE1_ORDER", "consolidation_runs", "managed_outside_models", "memories",
-    "memory_archive", "memory_merges", "metadata",
+    "SEQ_GUARD_TRIGGER", "STAGE1_ORDER", "FLAG_STATUSES", "consolidation_runs", "contradiction_flags",
+    "managed_outside_models", "memories", "memory_archive", "memory_merges", "memory_vectors", "memstore_settings",
+    "metadata",
 ]  # fmt: skip

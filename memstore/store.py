@@ -25,10 +25,19 @@ if TYPE_CHECKING:
     from .check import CheckReport
     from .consolidate import ConsolidationReport, RestoreReport
     from .lifecycle import LifecycleReport
+    from .maintain import MaintainReport
     from .search import CheckResult
 
 # The job, recall, hygiene, check and backup modules are imported by the methods that use them, so
 # a per-turn `memstore add` loads none of them.
+
+
+RECALL_MODES = ("lexical", "semantic", "hybrid")
+
+
+def fusion_depth(k: int) -> int:
+    """How deep each ranking is read before hybrid recall fuses them into k."""
+    return max(4 * k, 20)
 
 
 # SQLite allows 32766 bound parameters per statement; stay well below for id look-ups.
@@ -342,19 +351,60 @@ class MemoryStore:
     # -- recall ------------------------------------------------------------------------------
 
     def recall(
-        self, query: str, k: int = 5, namespace: str = DEFAULT_NAMESPACE, *, touch: bool = True
+        self,
+        query: str,
+        k: int = 5,
+        namespace: str = DEFAULT_NAMESPACE,
+        *,
+        touch: bool = True,
+        mode: str | None = None,
     ) -> list[dict[str, Any]]:
-        """The k live memories that best match `query`, best first; each gets recall_count + 1 unless touch=False."""
+        """The k live memories that best match `query`, best first; each gets recall_count + 1 unless
+        touch=False. Each row carries `score` and `found_by`, the rankings that found it.
+
+        `mode`: "lexical" (full-text), "semantic" (vectors) or "hybrid" (both, fused); by default
+        hybrid when the store has vectors, else lexical.
+        """
         from . import search
 
-        if not touch:
-            with read_transaction(self.engine) as conn:
-                return search.recall_rows(conn, query, k, namespace)
-        with write_transaction(self.engine) as conn:
-            rows = search.recall_rows(conn, query, k, namespace)
+        chosen = mode if mode is not None else self._default_recall_mode()
+        if chosen not in RECALL_MODES:
+            raise ValidationError("recall", "mode", f"must be one of {', '.join(RECALL_MODES)}, not {chosen!r}")
+        hits = None
+        if chosen != "lexical":
+            hits = self.semantic_search(query, fusion_depth(k), namespace)
+        with write_transaction(self.engine) if touch else read_transaction(self.engine) as conn:
+            if chosen == "lexical":
+                rows = [dict(row, found_by=["lexical"]) for row in search.recall_rows(conn, query, k, namespace)]
+            else:
+                rows = self._fused_rows(conn, query, k, namespace, hits, hybrid=chosen == "hybrid")
+            if not touch:
+                return rows
             now = now_ms()
             search.touch(conn, [row["id"] for row in rows], now)
         return [dict(row, recall_count=row["recall_count"] + 1, last_recalled_at=now) for row in rows]
+
+    def _default_recall_mode(self) -> str:
+        from .semantic.vectors import has_vectors
+
+        with read_transaction(self.engine) as conn:
+            return "hybrid" if has_vectors(conn) else "lexical"
+
+    @staticmethod
+    def _fused_rows(conn: Connection, query: str, k: int, namespace: str, hits, *, hybrid: bool) -> list[dict[str, Any]]:
+        """Rows of the semantic hits, or of their fusion with the full-text ranking, best first."""
+        from . import search
+        from .semantic.fusion import Fused, fuse
+
+        if hybrid:
+            # Full-text matches only earn a bounded bonus in the fusion: the first few are enough.
+            lexical = [(row["id"], row["score"]) for row in search.recall_rows(conn, query, max(2 * k, 10), namespace)]
+            ranked = fuse(lexical, hits, k)
+        else:
+            ranked = [Fused(memory_id, similarity, ("semantic",)) for memory_id, similarity in hits[:k]]
+        # Live rows only: a hit archived since the vector search is left out.
+        live = {row["id"]: dict(row) for row in conn.execute(select(memories).where(memories.c.id.in_([hit.id for hit in ranked]))).mappings()}
+        return [dict(live[hit.id], score=hit.score, found_by=list(hit.found_by)) for hit in ranked if hit.id in live]
 
     def verify(self, checks: Sequence[Mapping[str, str]], k: int = 3) -> list[CheckResult]:
         """Run recall checks against the live set; recall counts are not touched."""
@@ -377,8 +427,12 @@ class MemoryStore:
         if near_threshold is None:
             near_threshold = hygiene.NEAR_DUPLICATE_THRESHOLD
         as_of = now_ms() if now is None else now
+        from .semantic.flags import list_flags
+
         report = hygiene.build_report(list(self.iter_rows(namespace)), as_of, near_threshold=near_threshold)
-        return {"namespace": namespace, "now": as_of, "near_duplicate_threshold": near_threshold, **report}
+        with read_transaction(self.engine) as conn:
+            open_flags = list_flags(conn, namespace)
+        return {"namespace": namespace, "now": as_of, "near_duplicate_threshold": near_threshold, **report, "open_flags": open_flags}
 
     # -- the jobs -----------------------------------------------------------------------------
 
@@ -466,6 +520,140 @@ class MemoryStore:
 
         with write_transaction(self.engine) as conn:
             return job.restore_in_transaction(conn, run_id, now_ms())
+
+    # -- embeddings (the semantic extra) ---------------------------------------------------------
+
+    def enable_embeddings(self, model: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """Record the embedding model of this store: a fastembed model name (default
+        sentence-transformers/all-MiniLM-L6-v2) or a local model directory. Nothing is embedded
+        yet (see `sync_embeddings`); a new model makes every memory pending again."""
+        from .semantic.embed import DEFAULT_MODEL, Embedder
+        from .semantic.vectors import EmbeddingModel, set_model
+
+        embedder = Embedder(DEFAULT_MODEL if model is None else model)
+        chosen = EmbeddingModel(embedder.model_name, embedder.source, embedder.dim)
+        with write_transaction(self.engine) as conn:
+            set_model(conn, chosen)
+        self._embedder = embedder
+        return {"model": chosen.name, "source": chosen.source, "dim": chosen.dim}
+
+    def embedding_status(self) -> dict[str, Any] | None:
+        """The store's model and how many live memories still need a vector; None if not enabled."""
+        from .semantic.vectors import count_pending, model_of
+
+        with read_transaction(self.engine) as conn:
+            model = model_of(conn)
+            if model is None:
+                return None
+            return {"model": model.name, "source": model.source, "dim": model.dim, "pending": count_pending(conn, model)}
+
+    def sync_embeddings(
+        self,
+        *,
+        batch_size: int = 64,
+        progress: Callable[[int, int], None] | None = None,
+        conn: Connection | None = None,
+    ) -> dict[str, Any]:
+        """Embed every live memory that has no vector from the store's model, a batch per
+        transaction (vectors are derived data: an interrupted sync keeps what it finished and the
+        next one carries on), or all in the caller's transaction `conn`. `progress(done, total)` is
+        called after each batch."""
+        from .semantic.embed import to_blob
+        from .semantic.vectors import count_pending, pending, require_model, store_vectors
+
+        def reading():
+            return nullcontext(conn) if conn is not None else read_transaction(self.engine)
+
+        def writing():
+            return nullcontext(conn) if conn is not None else write_transaction(self.engine)
+
+        with reading() as reader:
+            model = require_model(reader)
+            total = count_pending(reader, model)
+        embedder = self._embedder_for(model) if total else None
+        done, after_seq = 0, 0
+        while done < total:
+            with reading() as reader:
+                batch = pending(reader, model, batch_size, after_seq)
+            if not batch:
+                break
+            vectors = embedder.embed([text for _, text, _ in batch], batch_size=batch_size)
+            with writing() as writer:
+                store_vectors(writer, model, [memory_id for memory_id, _, _ in batch], [to_blob(v) for v in vectors], now_ms())
+            done, after_seq = done + len(batch), batch[-1][2]
+            if progress is not None:
+                progress(done, total)
+        return {"model": model.name, "embedded": done}
+
+    def _embedder_for(self, model) -> Any:
+        """One embedder per store object (loading the ONNX model costs seconds), for its model."""
+        from .semantic.embed import Embedder
+
+        embedder = getattr(self, "_embedder", None)
+        if embedder is None or embedder.model_name != model.name:
+            embedder = Embedder(model.source)
+            if embedder.model_name != model.name:
+                raise MemstoreError(
+                    f"the store's model is {model.name}, but {model.source} now holds {embedder.model_name}; "
+                    "run `memstore embeddings enable` again"
+                )
+            self._embedder = embedder
+        return embedder
+
+    def semantic_search(self, query: str, k: int = 5, namespace: str = DEFAULT_NAMESPACE) -> list[tuple[str, float]]:
+        """The k live memories of `namespace` nearest to `query` by meaning: (id, cosine), best first."""
+        from .semantic.vectors import VectorIndex, require_model
+
+        with read_transaction(self.engine) as conn:
+            model = require_model(conn)
+        query_vector = self._embedder_for(model).embed([query])[0]
+        index = getattr(self, "_vector_index", None)
+        if index is None or index.model != model:
+            index = self._vector_index = VectorIndex(model)
+        with read_transaction(self.engine) as conn:
+            return index.search(conn, query_vector, namespace, k)
+
+    # -- contradiction flags ---------------------------------------------------------------------
+
+    def flags(self, namespace: str | None = DEFAULT_NAMESPACE, *, status: str = "open") -> list[dict[str, Any]]:
+        """Contradiction flags of one namespace (None: all) with both texts, newest flag first.
+        `newer_id` is the side written later: probably the current fact."""
+        from .semantic.flags import list_flags
+
+        with read_transaction(self.engine) as conn:
+            return list_flags(conn, namespace, status)
+
+    def dismiss_flag(self, flag_id: int) -> None:
+        """Mark an open flag dismissed: the pair is fine and is not flagged again."""
+        from .semantic.flags import dismiss
+
+        with write_transaction(self.engine) as conn:
+            dismiss(conn, flag_id, now_ms())
+
+    # -- maintenance -----------------------------------------------------------------------------
+
+    def maintain(
+        self,
+        phases: Sequence[str] | None = None,
+        *,
+        namespace: str | None = DEFAULT_NAMESPACE,
+        capacity: int | None = None,
+        checks: Sequence[Mapping[str, str]] | None = None,
+        k: int = 3,
+        dry_run: bool = False,
+        duplicate_at: float | None = None,
+        related_at: float | None = None,
+        stale_threshold: float = 0.8,
+        min_age_days: int = 90,
+    ) -> MaintainReport:
+        """Run the maintenance phases (default: all of check, dedup, semantic, contradict, stale,
+        evict, verify) in that order, each one transaction and one run; see memstore.maintain."""
+        from .maintain import Options, maintain, parse_phases
+
+        if capacity is not None:
+            check_capacity(capacity)
+        options = Options(namespace, capacity, checks, k, dry_run, duplicate_at, related_at, stale_threshold, min_age_days)
+        return maintain(self, parse_phases(phases), options)
 
     # -- forget, update, supersede ---------------------------------------------------------------
 

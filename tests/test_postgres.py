@@ -25,7 +25,9 @@ from .conftest import BACKENDS, empty_store
 from .strategies import NAMESPACES, stores
 from .test_cli import SEED_HYGIENE_FIXTURE
 
-MODEL_TABLES = {"memories", "memory_archive", "consolidation_runs", "memory_merges"}
+MODEL_TABLES = {
+    "memories", "memory_archive", "consolidation_runs", "memory_merges", "memory_vectors", "memstore_settings", "contradiction_flags",
+}  # fmt: skip
 
 
 @pytest.fixture

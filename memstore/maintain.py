@@ -1,0 +1,261 @@
+"""`memstore maintain`: the maintenance phases in dependency order, each one transaction and one run.
+
+    check -> dedup -> semantic -> contradict -> stale -> evict -> verify
+
+A phase that fails is reported and the others still run, except the phases that need its result,
+which are skipped (a failed `check` skips every phase that writes: a damaged store is not one to
+change). `verify` always runs. A dry run executes every phase in one transaction, each phase in a
+savepoint, and rolls the whole back: it shows exactly what the real run, phase after phase, would do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import SQLAlchemyError
+
+from .db import read_transaction, write_transaction
+from .errors import MemstoreError, ValidationError
+from .records import now_ms
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
+
+PHASES = ("check", "dedup", "semantic", "contradict", "stale", "evict", "verify")
+# What each phase needs to have succeeded first (if it was asked for).
+NEEDS = {
+    "check": (),
+    "dedup": ("check",),
+    "semantic": ("check", "dedup"),
+    "contradict": ("check", "semantic"),
+    "stale": ("check",),
+    "evict": ("check", "dedup"),
+    "verify": (),
+}
+
+
+@dataclass
+class PhaseResult:
+    name: str
+    status: str = "ok"  # ok | failed | skipped
+    run_id: int | None = None
+    error: str | None = None
+    archived: list[dict[str, Any]] = field(default_factory=list)
+    flags: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "run_id": self.run_id, "error": self.error,
+                "archived": self.archived, "flags": self.flags, **self.counts}  # fmt: skip
+
+
+@dataclass
+class MaintainReport:
+    phases: list[PhaseResult]
+    dry_run: bool
+
+    @property
+    def ok(self) -> bool:
+        return all(phase.status != "failed" for phase in self.phases)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "ok": self.ok, "phases": [phase.to_dict() for phase in self.phases]}
+
+
+def parse_phases(names: Sequence[str] | None) -> list[str]:
+    """The phases asked for, in dependency order whatever order they were given in."""
+    if not names:
+        return list(PHASES)
+    unknown = [name for name in names if name not in PHASES]
+    if unknown:
+        raise ValidationError("--phases", None, f"no phase {unknown[0]!r}; the phases are {', '.join(PHASES)}")
+    return [name for name in PHASES if name in names]
+
+
+@dataclass
+class Options:
+    namespace: str | None
+    capacity: int | None
+    checks: Sequence[Mapping[str, str]] | None
+    k: int
+    dry_run: bool
+    duplicate_at: float | None
+    related_at: float | None
+    stale_threshold: float
+    min_age_days: int
+
+
+def _job_result(result: PhaseResult, report) -> None:
+    result.run_id = report.run_id
+    result.archived = [entry.__dict__ for entry in report.archived]
+    result.counts = {"live_before": report.live_before, "kept": report.kept_count}
+    for attribute in ("compared", "pairs"):
+        if hasattr(report, attribute):
+            result.counts[attribute] = getattr(report, attribute)
+    result.flags = [flag.to_dict() for flag in getattr(report, "flags", [])]
+
+
+def _thresholds(options: Options) -> dict[str, float]:
+    chosen = {"duplicate_at": options.duplicate_at, "related_at": options.related_at}
+    return {name: value for name, value in chosen.items() if value is not None}
+
+
+def _phase_check(store: MemoryStore, conn: Connection | None, options: Options, result: PhaseResult) -> None:
+    report = store.check()
+    result.counts = {"checks": len(report.checks_run), "findings": len(report.findings)}
+    if not report.ok:
+        details = "; ".join(f"{f.check}: {f.detail}" for f in report.findings if not f.fixed)
+        raise MemstoreError(f"the store has problems (`memstore check --fix` repairs some): {details}")
+
+
+def _phase_dedup(store, conn, options, result) -> None:
+    from .consolidate import consolidate_in_transaction
+
+    report = consolidate_in_transaction(conn, 0, options.namespace, now_ms(), dry_run=options.dry_run, stages=("dedup",))
+    _job_result(result, report)
+
+
+def _phase_evict(store, conn, options, result) -> None:
+    from .consolidate import consolidate_in_transaction
+
+    if options.capacity is None:
+        raise _Skip("no --capacity given")
+    report = consolidate_in_transaction(conn, options.capacity, options.namespace, now_ms(), dry_run=options.dry_run, stages=("evict",))
+    _job_result(result, report)
+
+
+def _phase_stale(store, conn, options, result) -> None:
+    from .consolidate import prune_in_transaction
+
+    now = now_ms()
+    report = prune_in_transaction(
+        conn, options.namespace, now, as_of=now, stale_threshold=options.stale_threshold,
+        min_age_days=options.min_age_days, dry_run=options.dry_run, stages=("stale",),
+    )  # fmt: skip
+    _job_result(result, report)
+
+
+def _embeddings_ready(store: MemoryStore, options: Options) -> None:
+    """Before a semantic phase's transaction: embed what is pending, in transactions of its own
+    (vectors are derived data). A dry run embeds inside its own transaction instead (see below)."""
+    from .semantic.vectors import model_of
+
+    with read_transaction(store.engine) as reader:
+        if model_of(reader) is None:
+            raise _Skip("embeddings are not enabled (memstore embeddings enable)")
+    if not options.dry_run:
+        store.sync_embeddings()
+
+
+def _phase_semantic(store, conn, options, result) -> None:
+    from .semantic.phases import semantic_in_transaction
+
+    if options.dry_run:
+        store.sync_embeddings(conn=conn)  # rolled back with the dry run
+    report = semantic_in_transaction(conn, options.namespace, now_ms(), dry_run=options.dry_run, **_thresholds(options))
+    _job_result(result, report)
+
+
+def _phase_contradict(store, conn, options, result) -> None:
+    from .semantic.phases import contradict_in_transaction
+
+    if options.dry_run:
+        store.sync_embeddings(conn=conn)
+    report = contradict_in_transaction(conn, options.namespace, now_ms(), dry_run=options.dry_run, **_thresholds(options))
+    _job_result(result, report)
+
+
+def _phase_verify(store, conn, options, result) -> None:
+    from .check import check_store
+    from .search import run_checks
+
+    failures = []
+    if conn is None:
+        report = check_store(store.engine)
+        result.counts = {"findings": len(report.findings)}
+        failures += [f"{f.check}: {f.detail}" for f in report.findings if not f.fixed]
+    if options.checks:
+        if conn is None:
+            with read_transaction(store.engine) as reader:
+                checks = run_checks(reader, options.checks, options.k)
+        else:
+            checks = run_checks(conn, options.checks, options.k)
+        result.counts["checks_passed"] = sum(1 for c in checks if c.passed)
+        result.counts["checks"] = len(checks)
+        failures += [f"recall check {c.query!r} expects {c.expect_id!r} (top {', '.join(c.top_ids) or 'none'})" for c in checks if not c.passed]
+    if failures:
+        raise MemstoreError("; ".join(failures))
+
+
+class _Skip(Exception):
+    """A phase that cannot run here (no capacity given, no embeddings): skipped, not failed."""
+
+
+RUNNERS: dict[str, Callable] = {
+    "check": _phase_check, "dedup": _phase_dedup, "semantic": _phase_semantic, "contradict": _phase_contradict,
+    "stale": _phase_stale, "evict": _phase_evict, "verify": _phase_verify,
+}  # fmt: skip
+# What runs before a phase's transaction (and may skip it).
+PREPARE: dict[str, Callable] = {"semantic": _embeddings_ready, "contradict": _embeddings_ready}
+# Phases that only read: in a real run they hold no write transaction.
+READ_ONLY = ("check", "verify")
+
+
+def _failure(exc: Exception) -> str:
+    if isinstance(exc, MemstoreError):
+        return str(exc)
+    if isinstance(exc, SQLAlchemyError):
+        return f"database error: {str(getattr(exc, 'orig', None) or exc).splitlines()[0]}"
+    return f"unexpected {type(exc).__name__}: {exc}"
+
+
+def maintain(store: MemoryStore, phases: Sequence[str], options: Options) -> MaintainReport:
+    """Run `phases` (in PHASES order) and report each; see the module's docstring."""
+    results: list[PhaseResult] = []
+    status: dict[str, str] = {}
+
+    def run_phase(name: str, dry_conn: Connection | None) -> PhaseResult:
+        result = PhaseResult(name)
+        blocked = [need for need in NEEDS[name] if status.get(need) in ("failed", "skipped")]
+        if blocked:
+            result.status, result.error = "skipped", f"needs {blocked[0]}, which {status[blocked[0]]}"
+            return result
+        try:
+            if name in PREPARE:
+                PREPARE[name](store, options)
+            if name in READ_ONLY and dry_conn is None:
+                RUNNERS[name](store, None, options, result)
+            elif dry_conn is not None:
+                with dry_conn.begin_nested():  # a failed phase rolls back alone
+                    RUNNERS[name](store, dry_conn, options, result)
+            else:
+                with write_transaction(store.engine, defer_checkpoint=True) as conn:
+                    RUNNERS[name](store, conn, options, result)
+        except _Skip as skip:
+            result.status, result.error = "skipped", str(skip)
+        except Exception as exc:  # one phase's failure is reported; the others still run
+            result.status, result.error = "failed", _failure(exc)
+            result.run_id, result.archived, result.flags = None, [], []
+        return result
+
+    if options.dry_run:
+        # check reads through a connection of its own (its full-text test is a write statement,
+        # which would wait for this dry run's lock): it runs before that lock is taken.
+        remaining = list(phases)
+        if remaining and remaining[0] == "check":
+            results.append(run_phase("check", None))
+            status["check"] = results[-1].status
+            remaining.pop(0)
+        with write_transaction(store.engine, defer_checkpoint=True) as conn:
+            for name in remaining:
+                results.append(run_phase(name, conn))
+                status[name] = results[-1].status
+            conn.get_transaction().rollback()
+    else:
+        for name in phases:
+            results.append(run_phase(name, None))
+            status[name] = results[-1].status
+    return MaintainReport(results, options.dry_run)

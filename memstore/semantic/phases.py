@@ -1,0 +1,242 @@
+"""The maintenance phases that read meaning: `semantic` merges duplicates said in other words,
+`contradict` flags pairs that may contradict each other. Each is one run on a connection the caller
+holds inside one write transaction, like the other jobs.
+
+Both compare by cosine over the stored vectors, within one namespace, and let the texts decide
+(`classify`): a pair is merged only when it is the same fact, never when a number, a negation or a
+swapped word says the fact changed. A nightly run compares the memories that are new since the last
+run of its kind (written, restored or re-embedded since) with all the others, not every pair again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, literal, or_, select
+
+from ..consolidate import CHUNK, ConsolidationReport, copy_to_archive, lock_jobs, merge_recall_history
+from ..consolidate import _finish_run, _live_counts, _remove_archived, _start_run, max_seq
+from ..schema import contradiction_flags, memories, memory_vectors
+from ..schema import consolidation_runs as runs
+from .classify import DUPLICATE_AT, RELATED_AT, classify
+from .embed import from_blobs
+from .vectors import EmbeddingModel, require_model
+
+# Rows of new vectors compared with the whole namespace per matrix product (bounds memory).
+BLOCK = 256
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: str  # a < b
+    b: str
+    similarity: float
+
+
+@dataclass
+class FlagEntry:
+    older: str
+    newer: str  # probably current
+    similarity: float
+    reason: str
+    namespace: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.older, "b": self.newer, "similarity": self.similarity, "reason": self.reason, "namespace": self.namespace}
+
+
+@dataclass
+class SemanticReport(ConsolidationReport):
+    """A semantic or contradict run: what it merged (archived) and what it flagged."""
+
+    compared: int = 0  # memories compared with the rest (the new ones)
+    pairs: int = 0  # candidate pairs at or above related_at
+    flags: list[FlagEntry] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "compared": self.compared, "pairs": self.pairs,
+                "flags": [flag.to_dict() for flag in self.flags]}  # fmt: skip
+
+
+def _marks(conn: Connection, kind: str, namespace: str, before_run: int) -> tuple[int, int] | None:
+    """(seq, embedded_at) up to which the last run of `kind` over `namespace` (before this one)
+    compared everything."""
+    params = conn.execute(
+        select(runs.c.params)
+        .where(runs.c.kind == kind, runs.c.id < before_run, or_(runs.c.namespace == namespace, runs.c.namespace.is_(None)))
+        .order_by(runs.c.id.desc())
+        .limit(1)
+    ).scalar_one_or_none()
+    if not params or "seq_through" not in params:
+        return None
+    return params["seq_through"], params["vectors_through"]
+
+
+def _vectors_through(conn: Connection, model: EmbeddingModel) -> int:
+    return conn.execute(
+        select(func.coalesce(func.max(memory_vectors.c.embedded_at), 0)).where(memory_vectors.c.model == model.name)
+    ).scalar_one()
+
+
+def candidate_pairs(
+    conn: Connection, model: EmbeddingModel, namespace: str, since: tuple[int, int] | None, related_at: float
+) -> tuple[list[Pair], int]:
+    """Pairs of live memories of `namespace` at cosine >= related_at with at least one side new
+    since `since` (every pair when None), best first then by ids; and how many were new."""
+    import numpy as np
+
+    rows = conn.execute(
+        select(memories.c.id, memories.c.seq, memory_vectors.c.embedded_at, memory_vectors.c.vector)
+        .join(memory_vectors, memory_vectors.c.memory_id == memories.c.id)
+        .where(memories.c.namespace == namespace, memory_vectors.c.model == model.name)
+        .order_by(memories.c.id)
+    ).all()
+    if len(rows) < 2:
+        return [], 0
+    ids = [row.id for row in rows]
+    matrix = from_blobs((row.vector for row in rows), model.dim)
+    if since is None:
+        new = list(range(len(rows)))
+    else:
+        seq_mark, vector_mark = since
+        new = [i for i, row in enumerate(rows) if row.seq > seq_mark or row.embedded_at > vector_mark]
+    is_new = np.zeros(len(rows), dtype=bool)
+    is_new[new] = True
+    found: dict[tuple[str, str], float] = {}
+    for start in range(0, len(new), BLOCK):
+        block = new[start : start + BLOCK]
+        similarity = matrix[block] @ matrix.T
+        for row_in_block, j in zip(*np.nonzero(similarity >= related_at)):
+            i = block[row_in_block]
+            # A pair of two new memories is seen from both sides: keep it once.
+            if i == j or (is_new[j] and j < i):
+                continue
+            a, b = sorted((ids[i], ids[j]))
+            found[(a, b)] = float(similarity[row_in_block, j])
+    pairs = sorted((Pair(a, b, sim) for (a, b), sim in found.items()), key=lambda p: (-p.similarity, p.a, p.b))
+    return pairs, len(new)
+
+
+def _texts(conn: Connection, ids: set[str]) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    id_list = sorted(ids)
+    for start in range(0, len(id_list), CHUNK):
+        chunk = id_list[start : start + CHUNK]
+        found.update((row["id"], dict(row)) for row in conn.execute(select(memories).where(memories.c.id.in_(chunk))).mappings())
+    return found
+
+
+def _stage1_rank(row: dict[str, Any]) -> tuple:
+    """Sort key of the Stage 1 rule: pinned first, then newest, then more important, then smallest id."""
+    return (not row["pinned"], -row["timestamp"], -row["importance"], row["id"])
+
+
+def _classified(
+    conn: Connection,
+    report: SemanticReport,
+    run_id: int,
+    model: EmbeddingModel,
+    namespace: str,
+    duplicate_at: float,
+    related_at: float,
+) -> Iterator[tuple[Pair, str, str, dict, dict]]:
+    """The candidate pairs of `namespace` new since the last run of the report's kind, each with the
+    classifier's verdict and both rows; counts them into the report."""
+    since = _marks(conn, report.kind, namespace, run_id)
+    pairs, compared = candidate_pairs(conn, model, namespace, since, related_at)
+    report.compared += compared
+    report.pairs += len(pairs)
+    rows = _texts(conn, {p.a for p in pairs} | {p.b for p in pairs})
+    for pair in pairs:
+        verdict = classify(rows[pair.a]["text"], rows[pair.b]["text"], pair.similarity, duplicate_at=duplicate_at, related_at=related_at)
+        yield pair, verdict.kind, verdict.reason, rows[pair.a], rows[pair.b]
+
+
+def _namespaces(conn: Connection, namespace: str | None) -> list[str]:
+    if namespace is not None:
+        return [namespace]
+    return list(conn.execute(select(memories.c.namespace).distinct().order_by(memories.c.namespace)).scalars())
+
+
+def _params(conn: Connection, model: EmbeddingModel, duplicate_at: float, related_at: float) -> dict[str, Any]:
+    return {"model": model.name, "duplicate_at": duplicate_at, "related_at": related_at,
+            "seq_through": max_seq(conn), "vectors_through": _vectors_through(conn, model)}  # fmt: skip
+
+
+def semantic_in_transaction(
+    conn: Connection,
+    namespace: str | None,
+    now: int,
+    *,
+    duplicate_at: float = DUPLICATE_AT,
+    related_at: float = RELATED_AT,
+    dry_run: bool = False,
+) -> SemanticReport:
+    """Merge duplicates by meaning: of each pair the classifier calls a duplicate, the memory the
+    Stage 1 rule ranks lower (never a pinned one) is archived as `semantic_duplicate`, superseded_by
+    the other, with the pair's similarity; the survivor inherits its recall history. A memory takes
+    part in at most one merge per run, so no chain of merges links two memories never compared."""
+    lock_jobs(conn, namespace)
+    model = require_model(conn)
+    params = _params(conn, model, duplicate_at, related_at)
+    report = SemanticReport("semantic", None, namespace, None, dry_run, params=params, started_at=now)
+    counts = _live_counts(conn, namespace, incremental=False)
+    run_id = _start_run(conn, report, counts, stage1=False)
+    for each in _namespaces(conn, namespace):
+        merged: set[str] = set()
+        losers: list[tuple[str, str, float]] = []
+        for pair, kind, _, row_a, row_b in _classified(conn, report, run_id, model, each, duplicate_at, related_at):
+            if kind != "duplicate" or pair.a in merged or pair.b in merged:
+                continue
+            winner, loser = sorted((row_a, row_b), key=_stage1_rank)
+            if loser["pinned"]:
+                continue  # pinned memories are never archived
+            losers.append((loser["id"], winner["id"], pair.similarity))
+            merged.update((pair.a, pair.b))
+        for loser_id, winner_id, similarity in losers:
+            leaving = select(memories).where(memories.c.id == loser_id).subquery("leaving")
+            copy_to_archive(conn, leaving, "semantic_duplicate", literal(winner_id), run_id, now, similarity=similarity)
+        merge_recall_history(conn, each, run_id, reason="semantic_duplicate")
+        _remove_archived(conn, each, run_id, "semantic_duplicate")
+    return _finish_run(conn, report, run_id, counts)
+
+
+def contradict_in_transaction(
+    conn: Connection,
+    namespace: str | None,
+    now: int,
+    *,
+    duplicate_at: float = DUPLICATE_AT,
+    related_at: float = RELATED_AT,
+    dry_run: bool = False,
+) -> SemanticReport:
+    """Flag the pairs the classifier calls a contradiction, for a person to resolve (`supersede`) or
+    dismiss; a pair flagged once (whatever became of the flag) is not flagged again."""
+    lock_jobs(conn, namespace)
+    model = require_model(conn)
+    params = _params(conn, model, duplicate_at, related_at)
+    report = SemanticReport("contradict", None, namespace, None, dry_run, params=params, started_at=now)
+    counts = _live_counts(conn, namespace, incremental=False)
+    run_id = _start_run(conn, report, counts, stage1=False)
+    for each in _namespaces(conn, namespace):
+        for pair, kind, reason, row_a, row_b in _classified(conn, report, run_id, model, each, duplicate_at, related_at):
+            if kind != "contradiction":
+                continue
+            older, newer = sorted((row_a, row_b), key=lambda row: (row["timestamp"], row["id"]))
+            known = conn.execute(
+                select(contradiction_flags.c.id).where(
+                    contradiction_flags.c.older_id == older["id"], contradiction_flags.c.newer_id == newer["id"]
+                )
+            ).first()
+            if known is not None:
+                continue
+            conn.execute(
+                insert(contradiction_flags).values(
+                    namespace=each, older_id=older["id"], newer_id=newer["id"], similarity=pair.similarity,
+                    reason=reason, status="open", run_id=run_id, flagged_at=now,
+                )
+            )  # fmt: skip
+            report.flags.append(FlagEntry(older["id"], newer["id"], pair.similarity, reason, each))
+    return _finish_run(conn, report, run_id, counts)

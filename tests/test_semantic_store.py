@@ -1,0 +1,267 @@
+"""Embeddings in the store, the semantic and contradict phases, flags and `memstore maintain`, with
+the real model (all-MiniLM-L6-v2 int8 from the offline directory) on both backends."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import struct
+
+import pytest
+from click.testing import CliRunner
+
+from memstore import MemoryStore, MemstoreError
+from memstore.cli import cli
+from memstore.semantic.classify import DUPLICATE_AT
+
+FACTS = [
+    {"id": "d1", "text": "Deploy v2.1 to staging at 3pm.", "timestamp": 1},
+    {"id": "d2", "text": "The staging deploy of v2.1 is scheduled for 3pm.", "timestamp": 2, "recall_count": 0},
+    {"id": "r1", "text": "The API rate limit is 100 requests per minute.", "timestamp": 3},
+    {"id": "r2", "text": "The API rate limit is 500 requests per minute.", "timestamp": 4},
+    {"id": "c1", "text": "User lives in Lisbon.", "timestamp": 5},
+    {"id": "c2", "text": "User lives in Porto.", "timestamp": 6},
+    {"id": "t1", "text": "The team standup is every weekday at 9:30.", "timestamp": 7, "recall_count": 4},
+    {"id": "p1", "text": "User prefers dark mode in every editor.", "timestamp": 8, "pinned": True},
+    {"id": "u1", "text": "The office coffee machine is on the third floor.", "timestamp": 9},
+]
+
+
+@pytest.fixture
+def semantic(store, model_dir):
+    store.add_many(FACTS)
+    store.enable_embeddings(model_dir)
+    store.sync_embeddings()
+    return store
+
+
+def archived(store):
+    return sorted((m["id"], m["reason"], m["superseded_by"]) for m in store.list(None, archived=True))
+
+
+def test_vectors_are_unit_float32_blobs_a_person_can_read(sqlite_store, model_dir):
+    sqlite_store.add_many(FACTS[:3])
+    status = sqlite_store.enable_embeddings(model_dir)
+    assert status["dim"] == 384 and status["model"].startswith("onnx-sha256:8199be6f699a395f")
+    assert sqlite_store.embedding_status()["pending"] == 3
+    assert sqlite_store.sync_embeddings() == {"model": status["model"], "embedded": 3}
+    with sqlite3.connect(sqlite_store.engine.url.database) as shell:
+        rows = shell.execute("SELECT memory_id, model, dim, length(vector), vector FROM memory_vectors ORDER BY memory_id").fetchall()
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [(i, status["model"], 384, 1536) for i in ("d1", "d2", "r1")]
+    values = struct.unpack("<384f", rows[0][4])
+    assert math.isclose(math.fsum(v * v for v in values), 1.0, rel_tol=1e-5)
+
+
+def test_add_never_waits_for_the_model_and_sync_is_incremental(semantic):
+    semantic.add("A new fact arrives.", id="n1")
+    assert semantic.embedding_status()["pending"] == 1
+    assert semantic.sync_embeddings()["embedded"] == 1
+    assert semantic.sync_embeddings()["embedded"] == 0
+
+
+def test_archive_and_restore_keep_vectors(semantic):
+    run = semantic.forget(["u1"])
+    assert semantic.embedding_status()["pending"] == 0
+    semantic.restore(run.run_id)
+    assert semantic.embedding_status()["pending"] == 0  # the vector stayed with the id
+
+
+def test_a_new_model_makes_every_memory_pending(semantic):
+    from memstore.db import write_transaction
+    from memstore.semantic.vectors import EmbeddingModel, model_of, set_model
+
+    with write_transaction(semantic.engine) as conn:
+        current = model_of(conn)
+        set_model(conn, EmbeddingModel("another-model", current.source, current.dim))
+    assert semantic.embedding_status()["pending"] == len(FACTS)
+
+
+def test_semantic_search_finds_a_fact_asked_in_other_words(semantic):
+    found = semantic.semantic_search("what time is the daily team meeting", k=3)
+    assert found[0][0] == "t1" and 0 < found[0][1] <= 1
+    assert [memory_id for memory_id, _ in found] == [memory_id for memory_id, _ in sorted(found, key=lambda f: (-f[1], f[0]))]
+
+
+def test_vector_index_answers_what_a_full_scan_answers(semantic):
+    import numpy as np
+
+    from memstore.db import read_transaction
+    from memstore.semantic.embed import from_blob
+    from memstore.semantic.vectors import VectorIndex, model_of
+
+    semantic.forget(["t1", "c1"])
+    with read_transaction(semantic.engine) as conn:
+        model = model_of(conn)
+        rows = conn.exec_driver_sql(
+            "SELECT v.memory_id, v.vector FROM memory_vectors v JOIN memories m ON m.id = v.memory_id WHERE m.namespace = 'default'"
+        ).all()
+        query = from_blob(rows[0][1], model.dim) * 0.5 + from_blob(rows[1][1], model.dim) * 0.5
+        expected = sorted(((memory_id, float(from_blob(blob, model.dim) @ query)) for memory_id, blob in rows), key=lambda r: (-r[1], r[0]))
+        index = VectorIndex(model)
+        for k in (1, 3, 7, 20):
+            got = index.search(conn, query.astype(np.float32), "default", k)
+            assert [i for i, _ in got] == [i for i, _ in expected[:k]]
+            assert all(math.isclose(a, b, rel_tol=1e-5) for (_, a), (_, b) in zip(got, expected))
+
+
+def test_maintain_dry_run_shows_exactly_what_the_real_run_applies(semantic):
+    dry = semantic.maintain(capacity=100, dry_run=True)
+    assert semantic.runs() == [] and archived(semantic) == []
+    real = semantic.maintain(capacity=100)
+    assert [p.status for p in real.phases] == ["ok"] * 7
+
+    def seen(report):
+        return [(p.name, p.status, [(a["id"], a["reason"], a["superseded_by"]) for a in p.archived],
+                 [(f["a"], f["b"], f["reason"]) for f in p.flags]) for p in report.phases]  # fmt: skip
+
+    assert seen(dry) == seen(real)
+    by_name = {p.name: p for p in real.phases}
+    # The paraphrase is merged (newest wins), the changed value and the swapped name are flagged.
+    assert [(a["id"], a["reason"], a["superseded_by"]) for a in by_name["semantic"].archived] == [("d1", "semantic_duplicate", "d2")]
+    assert by_name["semantic"].archived[0]["similarity"] >= DUPLICATE_AT
+    assert {(f["a"], f["b"]) for f in by_name["contradict"].flags} >= {("r1", "r2"), ("c1", "c2")}
+    assert "r1" in [m["id"] for m in semantic.list()]  # a contradiction is never merged
+
+
+def test_each_phase_is_a_run_that_restore_undoes(semantic):
+    report = semantic.maintain(capacity=100)
+    by_name = {p.name: p for p in report.phases}
+    assert semantic.flags() != []
+    semantic.restore(by_name["contradict"].run_id)
+    assert semantic.flags() == []
+    semantic.restore(by_name["semantic"].run_id)
+    assert "d1" in [m["id"] for m in semantic.list()] and archived(semantic) == []
+
+
+def test_supersede_resolves_a_flag_and_restoring_it_opens_the_flag_again(semantic):
+    semantic.maintain(["contradict"])
+    flag = next(f for f in semantic.flags() if {f["older_id"], f["newer_id"]} == {"r1", "r2"})
+    assert (flag["older_id"], flag["newer_id"]) == ("r1", "r2")  # the newer side is probably current
+    run = semantic.supersede("r1", by="r2")
+    assert all(f["id"] != flag["id"] for f in semantic.flags())
+    assert semantic.flags(status="resolved")[0]["id"] == flag["id"]
+    semantic.restore(run.run_id)
+    assert any(f["id"] == flag["id"] for f in semantic.flags())
+
+
+def test_a_dismissed_pair_is_not_flagged_again(semantic):
+    semantic.maintain(["contradict"])
+    flag = semantic.flags()[0]
+    semantic.dismiss_flag(flag["id"])
+    with pytest.raises(MemstoreError, match="already dismissed"):
+        semantic.dismiss_flag(flag["id"])
+    semantic.add("Something unrelated entirely: the printer needs toner.", id="z1")
+    semantic.maintain(["contradict"])
+    assert flag["id"] not in [f["id"] for f in semantic.flags()]
+    assert semantic.flags(status="dismissed")[0]["id"] == flag["id"]
+
+
+def test_nightly_runs_compare_only_what_is_new(semantic):
+    first = {p.name: p for p in semantic.maintain(["semantic", "contradict"]).phases}
+    assert first["semantic"].counts["compared"] == len(FACTS)
+    second = {p.name: p for p in semantic.maintain(["semantic", "contradict"]).phases}
+    assert second["semantic"].counts["compared"] == second["contradict"].counts["compared"] == 0
+    semantic.add("The API rate limit is 900 requests per minute.", id="r3", timestamp=20)
+    third = {p.name: p for p in semantic.maintain(["semantic", "contradict"]).phases}
+    assert third["contradict"].counts["compared"] == 1
+    assert {(f["a"], f["b"]) for f in third["contradict"].flags} == {("r1", "r3"), ("r2", "r3")}
+
+
+def test_pinned_memories_are_never_merged_away(store, model_dir):
+    store.add_many([
+        {"id": "old", "text": "Deploy v2.1 to staging at 3pm.", "timestamp": 1, "pinned": True},
+        {"id": "new", "text": "The staging deploy of v2.1 is scheduled for 3pm.", "timestamp": 2},
+    ])  # fmt: skip
+    store.enable_embeddings(model_dir)
+    semantic_phase = store.maintain(["semantic"]).phases[0]
+    # The Stage 1 rule ranks a pinned memory first: the unpinned newer copy is the one archived.
+    assert [(a["id"], a["superseded_by"]) for a in semantic_phase.archived] == [("new", "old")]
+
+
+def test_a_failed_phase_is_reported_and_what_needs_it_is_skipped(semantic):
+    report = semantic.maintain(["dedup", "semantic", "evict", "verify"], checks=[{"query": "rate limit", "expect_id": "nope"}])
+    assert [(p.name, p.status) for p in report.phases] == [("dedup", "ok"), ("semantic", "ok"), ("evict", "skipped"), ("verify", "failed")]
+    assert report.phases[2].error == "no --capacity given"
+    assert "recall check 'rate limit' expects 'nope'" in report.phases[3].error and not report.ok
+
+
+def test_without_embeddings_the_semantic_phases_are_skipped(store):
+    store.add_many(FACTS)
+    report = store.maintain(capacity=5)
+    assert [(p.name, p.status) for p in report.phases] == [
+        ("check", "ok"), ("dedup", "ok"), ("semantic", "skipped"), ("contradict", "skipped"),
+        ("stale", "ok"), ("evict", "ok"), ("verify", "ok"),
+    ]  # fmt: skip
+    assert len([m for m in store.list() if not m["pinned"]]) == 5
+
+
+def test_the_cli_maintain_json_flags_and_report(sqlite_store, model_dir, db_path):
+    sqlite_store.add_many(FACTS)
+    run = lambda *args: CliRunner().invoke(cli, ["--db", str(db_path), *args], catch_exceptions=False)  # noqa: E731
+    assert run("embeddings", "enable", "--model", str(model_dir)).exit_code == 0
+    synced = run("embeddings", "sync", "--json")
+    assert json.loads(synced.output)["embedded"] == len(FACTS)
+    done = run("maintain", "--capacity", "100", "--json")
+    assert done.exit_code == 0 and done.output.count("\n") == 1
+    phases = json.loads(done.output)["phases"]
+    assert [p["name"] for p in phases] == ["check", "dedup", "semantic", "contradict", "stale", "evict", "verify"]
+    assert all(set(p) >= {"name", "status", "run_id", "error", "archived", "flags"} for p in phases)
+    assert phases[2]["archived"] == [{"id": "d1", "namespace": "default", "reason": "semantic_duplicate", "superseded_by": "d2",
+                                      "similarity": phases[2]["archived"][0]["similarity"]}]  # fmt: skip
+    listed = run("flags").output
+    assert "r2: The API rate limit is 500 requests per minute." in listed and "newer (probably current)" in listed
+    flag_id = json.loads(run("flags", "--json").output)[0]["id"]
+    assert run("flags", "dismiss", str(flag_id)).output == f"flag {flag_id} dismissed\n"
+    assert "open contradiction flags (memstore flags):" in run("report").output
+    bad = run("maintain", "--phases", "dedup,nonsense")
+    assert bad.exit_code == 1 and bad.output.startswith("Error: --phases: no phase 'nonsense'")
+
+
+def test_hybrid_recall_modes_and_found_by(semantic):
+    question = "what time is the daily team meeting"
+    hybrid = semantic.recall(question, 3, touch=False)  # the default with vectors: hybrid
+    assert hybrid[0]["id"] == "t1" and "semantic" in hybrid[0]["found_by"]
+    lexical_only = semantic.recall("rate limit", 5, touch=False, mode="lexical")
+    assert all(row["found_by"] == ["lexical"] for row in lexical_only)
+    semantic_only = semantic.recall(question, 2, touch=False, mode="semantic")
+    assert [row["found_by"] for row in semantic_only] == [["semantic"], ["semantic"]]
+    with pytest.raises(MemstoreError, match="mode"):
+        semantic.recall(question, mode="fuzzy")
+    touched = semantic.recall(question, 1)
+    assert touched[0]["recall_count"] == 5  # t1 had 4
+
+
+def test_recall_without_vectors_stays_lexical(store):
+    store.add_many(FACTS)
+    assert all(row["found_by"] == ["lexical"] for row in store.recall("rate limit", touch=False))
+
+
+def test_mcp_recall_finds_a_memory_asked_in_other_words(sqlite_store, model_dir, db_path, tmp_path):
+    from .test_mcp import call, mcp_session, run_async
+
+    sqlite_store.add_many(FACTS)
+    sqlite_store.enable_embeddings(model_dir)
+    sqlite_store.sync_embeddings()
+
+    async def scenario():
+        async with mcp_session(db_path, log=tmp_path / "mcp.log") as session:
+            return await call(session, "recall", query="what time is the daily team meeting", k=3)
+
+    hits = run_async(scenario)
+    assert hits[0]["id"] == "t1" and "semantic" in hits[0]["found_by"]
+
+
+def test_langgraph_search_with_a_query_uses_hybrid_recall(tmp_path, model_dir):
+    from memstore.integrations.langgraph import MemstoreStore
+
+    path = tmp_path / "graph.db"
+    with MemstoreStore(path) as graph_store:
+        for n, fact in enumerate(FACTS):
+            graph_store.put(("users", "u1"), f"k{n}", {"content": fact["text"]})
+    with MemoryStore(path) as store:
+        store.enable_embeddings(model_dir)
+        store.sync_embeddings()
+    with MemstoreStore(path) as graph_store:
+        found = graph_store.search(("users",), query="what time is the daily team meeting", limit=2)
+    assert found[0].value == {"content": "The team standup is every weekday at 9:30."}
