@@ -640,8 +640,9 @@ def embeddings_enable(ctx, model, as_json) -> None:
 def embeddings_sync(ctx, as_json) -> None:
     """Embed the live memories that have no vector from the store's model.
 
-    Incremental: only new (or restored, or re-modelled) memories are embedded. A progress
-    bar shows on a terminal.
+    Incremental: only memories written since the last sync are embedded (every one after a
+    model change; archived and restored memories keep their vectors). A progress bar shows
+    on a terminal.
 
     \b
     Example:

@@ -370,14 +370,14 @@ class MemoryStore:
         chosen = mode if mode is not None else self._default_recall_mode()
         if chosen not in RECALL_MODES:
             raise ValidationError("recall", "mode", f"must be one of {', '.join(RECALL_MODES)}, not {chosen!r}")
-        hits = None
-        if chosen != "lexical":
-            hits = self.semantic_search(query, fusion_depth(k), namespace)
+        # The query is embedded before the transaction (the model takes milliseconds); both rankings
+        # then read one snapshot.
+        query_vector = None if chosen == "lexical" else self._query_vector(query)
         with write_transaction(self.engine) if touch else read_transaction(self.engine) as conn:
             if chosen == "lexical":
                 rows = [dict(row, found_by=["lexical"]) for row in search.recall_rows(conn, query, k, namespace)]
             else:
-                rows = self._fused_rows(conn, query, k, namespace, hits, hybrid=chosen == "hybrid")
+                rows = self._fused_rows(conn, query, k, namespace, query_vector, hybrid=chosen == "hybrid")
             if not touch:
                 return rows
             now = now_ms()
@@ -390,8 +390,7 @@ class MemoryStore:
         with read_transaction(self.engine) as conn:
             return "hybrid" if has_vectors(conn) else "lexical"
 
-    @staticmethod
-    def _fused_rows(conn: Connection, query: str, k: int, namespace: str, hits, *, hybrid: bool) -> list[dict[str, Any]]:
+    def _fused_rows(self, conn: Connection, query: str, k: int, namespace: str, query_vector, *, hybrid: bool) -> list[dict[str, Any]]:
         """Rows of the semantic hits, or of their fusion with the full-text ranking, best first."""
         from . import search
         from .semantic.fusion import Fused, fuse
@@ -399,6 +398,8 @@ class MemoryStore:
         if hybrid:
             # Full-text matches only earn a bounded bonus in the fusion: the first few are enough.
             lexical = [(row["id"], row["score"]) for row in search.recall_rows(conn, query, max(2 * k, 10), namespace)]
+        hits = self._vector_hits(conn, query_vector, namespace, fusion_depth(k))
+        if hybrid:
             ranked = fuse(lexical, hits, k)
         else:
             ranked = [Fused(memory_id, similarity, ("semantic",)) for memory_id, similarity in hits[:k]]
@@ -585,33 +586,47 @@ class MemoryStore:
                 progress(done, total)
         return {"model": model.name, "embedded": done}
 
-    def _embedder_for(self, model) -> Any:
-        """One embedder per store object (loading the ONNX model costs seconds), for its model."""
+    def _embedder_for(self, model, *, for_queries: bool = False) -> Any:
+        """The store object's embedder for its model, created once (loading the ONNX model costs
+        seconds). Queries get one of their own on a single thread: ONNX Runtime's worker threads
+        spin for a while after each run, and on two cores that slowed the vector search that
+        follows each query by half; batches of memories get two threads."""
         from .semantic.embed import Embedder
 
-        embedder = getattr(self, "_embedder", None)
+        attribute = "_query_embedder" if for_queries else "_embedder"
+        embedder = getattr(self, attribute, None)
         if embedder is None or embedder.model_name != model.name:
-            embedder = Embedder(model.source)
+            embedder = Embedder(model.source, threads=1 if for_queries else 2)
             if embedder.model_name != model.name:
                 raise MemstoreError(
                     f"the store's model is {model.name}, but {model.source} now holds {embedder.model_name}; "
                     "run `memstore embeddings enable` again"
                 )
-            self._embedder = embedder
+            setattr(self, attribute, embedder)
         return embedder
 
     def semantic_search(self, query: str, k: int = 5, namespace: str = DEFAULT_NAMESPACE) -> list[tuple[str, float]]:
         """The k live memories of `namespace` nearest to `query` by meaning: (id, cosine), best first."""
-        from .semantic.vectors import VectorIndex, require_model
+        query_vector = self._query_vector(query)
+        with read_transaction(self.engine) as conn:
+            return self._vector_hits(conn, query_vector, namespace, k)
+
+    def _query_vector(self, query: str) -> Any:
+        from .semantic.vectors import require_model
 
         with read_transaction(self.engine) as conn:
             model = require_model(conn)
-        query_vector = self._embedder_for(model).embed([query])[0]
+        return self._embedder_for(model, for_queries=True).embed([query])[0]
+
+    def _vector_hits(self, conn: Connection, query_vector: Any, namespace: str, k: int) -> list[tuple[str, float]]:
+        """Vector search in the caller's transaction, through this store object's in-memory index."""
+        from .semantic.vectors import VectorIndex, require_model
+
+        model = require_model(conn)
         index = getattr(self, "_vector_index", None)
         if index is None or index.model != model:
             index = self._vector_index = VectorIndex(model)
-        with read_transaction(self.engine) as conn:
-            return index.search(conn, query_vector, namespace, k)
+        return index.search(conn, query_vector, namespace, k)
 
     # -- contradiction flags ---------------------------------------------------------------------
 

@@ -237,19 +237,23 @@ def test_recall_without_vectors_stays_lexical(store):
     assert all(row["found_by"] == ["lexical"] for row in store.recall("rate limit", touch=False))
 
 
-def test_mcp_recall_finds_a_memory_asked_in_other_words(sqlite_store, model_dir, db_path, tmp_path):
+def test_mcp_recall_finds_a_memory_asked_in_other_words_and_report_lists_open_flags(sqlite_store, model_dir, db_path, tmp_path):
     from .test_mcp import call, mcp_session, run_async
 
     sqlite_store.add_many(FACTS)
     sqlite_store.enable_embeddings(model_dir)
-    sqlite_store.sync_embeddings()
+    sqlite_store.maintain(["contradict"])
 
     async def scenario():
         async with mcp_session(db_path, log=tmp_path / "mcp.log") as session:
-            return await call(session, "recall", query="what time is the daily team meeting", k=3)
+            hits = await call(session, "recall", query="what time is the daily team meeting", k=3)
+            return hits, await call(session, "report")
 
-    hits = run_async(scenario)
+    hits, report = run_async(scenario)
     assert hits[0]["id"] == "t1" and "semantic" in hits[0]["found_by"]
+    # The report tool lists the contradictions the maintenance flagged, for a person to look at.
+    assert report["open_flags"]["count"] == len(sqlite_store.flags()) >= 2
+    assert {(f["older_id"], f["newer_id"]) for f in report["open_flags"]["top"]} >= {("r1", "r2"), ("c1", "c2")}
 
 
 def test_langgraph_search_with_a_query_uses_hybrid_recall(tmp_path, model_dir):

@@ -160,9 +160,18 @@ def _namespaces(conn: Connection, namespace: str | None) -> list[str]:
     return list(conn.execute(select(memories.c.namespace).distinct().order_by(memories.c.namespace)).scalars())
 
 
-def _params(conn: Connection, model: EmbeddingModel, duplicate_at: float, related_at: float) -> dict[str, Any]:
-    return {"model": model.name, "duplicate_at": duplicate_at, "related_at": related_at,
-            "seq_through": max_seq(conn), "vectors_through": _vectors_through(conn, model)}  # fmt: skip
+def _begin(
+    conn: Connection, kind: str, namespace: str | None, now: int, duplicate_at: float, related_at: float, dry_run: bool
+) -> tuple[SemanticReport, int, dict, EmbeddingModel]:
+    """Start a semantic or contradict run. Its params record the thresholds and how far it compared
+    (the largest seq and the newest vector), which the next run of its kind reads past."""
+    lock_jobs(conn, namespace)
+    model = require_model(conn)
+    params = {"model": model.name, "duplicate_at": duplicate_at, "related_at": related_at,
+              "seq_through": max_seq(conn), "vectors_through": _vectors_through(conn, model)}  # fmt: skip
+    report = SemanticReport(kind, None, namespace, None, dry_run, params=params, started_at=now)
+    counts = _live_counts(conn, namespace, incremental=False)
+    return report, _start_run(conn, report, counts, stage1=False), counts, model
 
 
 def semantic_in_transaction(
@@ -178,12 +187,7 @@ def semantic_in_transaction(
     Stage 1 rule ranks lower (never a pinned one) is archived as `semantic_duplicate`, superseded_by
     the other, with the pair's similarity; the survivor inherits its recall history. A memory takes
     part in at most one merge per run, so no chain of merges links two memories never compared."""
-    lock_jobs(conn, namespace)
-    model = require_model(conn)
-    params = _params(conn, model, duplicate_at, related_at)
-    report = SemanticReport("semantic", None, namespace, None, dry_run, params=params, started_at=now)
-    counts = _live_counts(conn, namespace, incremental=False)
-    run_id = _start_run(conn, report, counts, stage1=False)
+    report, run_id, counts, model = _begin(conn, "semantic", namespace, now, duplicate_at, related_at, dry_run)
     for each in _namespaces(conn, namespace):
         merged: set[str] = set()
         losers: list[tuple[str, str, float]] = []
@@ -214,12 +218,7 @@ def contradict_in_transaction(
 ) -> SemanticReport:
     """Flag the pairs the classifier calls a contradiction, for a person to resolve (`supersede`) or
     dismiss; a pair flagged once (whatever became of the flag) is not flagged again."""
-    lock_jobs(conn, namespace)
-    model = require_model(conn)
-    params = _params(conn, model, duplicate_at, related_at)
-    report = SemanticReport("contradict", None, namespace, None, dry_run, params=params, started_at=now)
-    counts = _live_counts(conn, namespace, incremental=False)
-    run_id = _start_run(conn, report, counts, stage1=False)
+    report, run_id, counts, model = _begin(conn, "contradict", namespace, now, duplicate_at, related_at, dry_run)
     for each in _namespaces(conn, namespace):
         for pair, kind, reason, row_a, row_b in _classified(conn, report, run_id, model, each, duplicate_at, related_at):
             if kind != "contradiction":

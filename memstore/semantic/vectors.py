@@ -34,8 +34,9 @@ DIM_SETTING = "embedding_dim"
 VERSION_SETTING = "vectors_version"
 # Rows read per round trip when loading vectors.
 LOAD_BATCH = 5_000
-# Candidates checked for liveness per round, as a multiple of k.
-CANDIDATES_PER_RESULT = 8
+# Candidates checked for liveness in a first round, as a multiple of k (a round with too few live
+# ones among them looks four times deeper).
+CANDIDATES_PER_RESULT = 2
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ class VectorIndex:
             return []
         similarity = self.matrix @ query_vector.astype(np.float32)
         # Best first, ties by id: ids are sorted once per search of the candidates only.
-        depth = max(CANDIDATES_PER_RESULT * k, 40)
+        depth = max(CANDIDATES_PER_RESULT * k, 10)
         while True:
             depth = min(depth, len(self.ids))
             top = np.argpartition(-similarity, depth - 1)[:depth] if depth < len(self.ids) else np.arange(len(self.ids))
@@ -190,11 +191,13 @@ class VectorIndex:
 
 
 def _live_in(conn: Connection, ids: Iterable[str], namespace: str) -> set[str]:
+    """Which of `ids` are live memories of `namespace`."""
     ids = list(ids)
     found: set[str] = set()
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
-        found.update(
-            conn.execute(select(memories.c.id).where(memories.c.id.in_(chunk), memories.c.namespace == namespace)).scalars()
-        )
+        # Namespace compared here, not in SQL: with it SQLite may walk the namespace's whole index
+        # instead of looking the few ids up.
+        rows = conn.execute(select(memories.c.id, memories.c.namespace).where(memories.c.id.in_(chunk)))
+        found.update(memory_id for memory_id, of in rows if of == namespace)
     return found
