@@ -14,7 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from .db import database_url, default_location
 from .errors import MemstoreError
-from .files import open_private
+from .files import replaced_privately
 from .io import iso_to_ms, read_checks, write_jsonl
 from .migrate import SCHEMA_HEAD
 from .store import MemoryStore
@@ -253,7 +253,8 @@ def export(ctx, archived, namespace, all_namespaces, output) -> None:
     """
     namespace = chosen_namespace(namespace, all_namespaces)
     rows = open_store(ctx).iter_rows(namespace, archived=archived)
-    with click.open_file("-", "w", encoding="utf-8") if output == "-" else open_private(output) as file:
+    # A file is written whole or not at all (a failure halfway leaves the old one as it was).
+    with click.open_file("-", "w", encoding="utf-8") if output == "-" else replaced_privately(output) as file:
         write_jsonl(rows, file)
 
 

@@ -7,8 +7,12 @@ already exists keeps the mode its owner gave it.
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -54,16 +58,26 @@ def create_private_file(path: str | os.PathLike[str]) -> bool:
     return True
 
 
-def open_private(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> IO[str]:
-    """Open `path` for writing text: a new file is created 0600, an existing one is truncated and
-    keeps its mode."""
-    fd = _create_exclusive(path, os.O_WRONLY)
-    if fd is None:
-        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    return os.fdopen(fd, "w", encoding=encoding, newline="")
-
-
 def shared_with_others(path: str | os.PathLike[str]) -> int | None:
     """The permission bits of `path` when group or others have any access to it, else None."""
     mode = stat.S_IMODE(os.stat(path).st_mode)
     return mode if mode & 0o077 else None
+
+
+@contextmanager
+def replaced_privately(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> Iterator[IO[str]]:
+    """Write text to a temporary file beside `path`, renamed over it only once whole: a failure
+    halfway leaves `path` as it was. The file is 0600, or keeps the mode of the file it replaces."""
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    fd = _create_exclusive(partial, os.O_WRONLY)
+    if fd is None:
+        raise FileExistsError(errno.EEXIST, "a partial file is in the way", str(partial))
+    try:
+        if target.exists():
+            shutil.copymode(target, partial)
+        with os.fdopen(fd, "w", encoding=encoding, newline="") as file:
+            yield file
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, literal, or_, select, update
+from sqlalchemy import Connection, and_, delete, insert, literal, or_, select, union, update
 
 from .consolidate import CHUNK, ArchivedEntry, copy_to_archive, lock_jobs
 from .errors import IdConflictError, MemstoreError, ValidationError, memory_not_found
@@ -22,6 +22,7 @@ from .records import new_id, prepare_row
 from .schema import MEMORY_COLUMNS, memories
 from .schema import consolidation_runs as runs
 from .schema import contradiction_flags as flags
+from .schema import memory_merges as merges
 from .schema import memory_archive as archive
 
 # The fields an update may change; everything else is carried from the version it replaces.
@@ -234,6 +235,18 @@ def undo_update(conn: Connection, run_id: int, params: Mapping[str, Any] | None)
         gone = conn.execute(select(archive.c.reason, archive.c.run_id).where(archive.c.id == written)).first()
         where = f" ({gone.reason} in run {gone.run_id}); restore run {gone.run_id} first" if gone else ""
         raise MemstoreError(f"run {run_id} wrote {written!r}, which is no longer live{where}")
+    # Later runs may lean on that version: memories archived into it, recall history merged onto it,
+    # a contradiction flagged on it. Taking it away would leave them pointing at nothing.
+    leaning = conn.execute(
+        union(
+            select(archive.c.run_id).where(archive.c.superseded_by == written, archive.c.run_id != run_id),
+            select(merges.c.run_id).where(merges.c.survivor_id == written, merges.c.run_id != run_id),
+            select(flags.c.run_id).where(or_(flags.c.older_id == written, flags.c.newer_id == written)),
+        ).order_by("run_id")
+    ).scalars().all()
+    if leaning:
+        later = leaning[-1]
+        raise MemstoreError(f"run {later} relies on {written!r}, the version run {run_id} wrote; restore run {later} first")
     conn.execute(delete(memories).where(memories.c.id == written))
     return {"recall_count": row["recall_count"], "last_recalled_at": row["last_recalled_at"]}
 

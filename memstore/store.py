@@ -367,12 +367,21 @@ class MemoryStore:
         """
         from . import search
 
+        if mode is not None and mode not in RECALL_MODES:
+            raise ValidationError("recall", "mode", f"must be one of {', '.join(RECALL_MODES)}, not {mode!r}")
         chosen = mode if mode is not None else self._default_recall_mode()
-        if chosen not in RECALL_MODES:
-            raise ValidationError("recall", "mode", f"must be one of {', '.join(RECALL_MODES)}, not {chosen!r}")
         # The query is embedded before the transaction (the model takes milliseconds); both rankings
         # then read one snapshot.
-        query_vector = None if chosen == "lexical" else self._query_vector(query)
+        query_vector = None
+        if chosen != "lexical":
+            try:
+                query_vector = self._query_vector(query)
+            except MemstoreError:
+                if mode is not None:
+                    raise
+                # By default, recall that cannot load the model (the semantic extra missing here,
+                # the model's directory moved) is still full-text recall.
+                chosen = "lexical"
         with write_transaction(self.engine) if touch else read_transaction(self.engine) as conn:
             if chosen == "lexical":
                 rows = [dict(row, found_by=["lexical"]) for row in search.recall_rows(conn, query, k, namespace)]

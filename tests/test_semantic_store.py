@@ -269,3 +269,103 @@ def test_langgraph_search_with_a_query_uses_hybrid_recall(tmp_path, model_dir):
     with MemstoreStore(path) as graph_store:
         found = graph_store.search(("users",), query="what time is the daily team meeting", limit=2)
     assert found[0].value == {"content": "The team standup is every weekday at 9:30."}
+
+
+# -- plumbing with hand-made vectors (the texts still decide; only the cosines are chosen) -------
+
+
+def _store_vectors(store, vectors: dict[str, list[float]], now: int = 1000) -> None:
+    from memstore.db import write_transaction
+    from memstore.semantic.embed import to_blob
+    from memstore.semantic.vectors import EmbeddingModel, set_model, store_vectors
+
+    with write_transaction(store.engine) as conn:
+        model = EmbeddingModel("hand-made", "/nonexistent/model", 3)
+        set_model(conn, model)
+        store_vectors(conn, model, list(vectors), [to_blob(v) for v in vectors.values()], now)
+
+
+def test_one_new_memory_absorbs_two_old_copies_in_one_run(store):
+    # n is a copy of o1 and of o2 (cosine 0.9 each); o1 and o2 are only related (0.62).
+    store.add_many([
+        {"id": "o1", "text": "The standup is at 9:30 every weekday.", "timestamp": 1},
+        {"id": "o2", "text": "Weekday standups start at 9:30.", "timestamp": 2},
+        {"id": "n", "text": "Every weekday the standup is at 9:30.", "timestamp": 3},
+    ])  # fmt: skip
+    _store_vectors(store, {"n": [1.0, 0.0, 0.0], "o1": [0.9, 0.43589, 0.0], "o2": [0.9, -0.43589, 0.0]})
+    merged = store.maintain(["semantic"]).phases[0]
+    assert sorted((a["id"], a["superseded_by"]) for a in merged.archived) == [("o1", "n"), ("o2", "n")]
+    assert [m["id"] for m in store.list()] == ["n"]
+
+
+def test_a_merge_that_would_chain_waits_for_the_next_run(store):
+    # a ~ b is the closest pair: b (newer) survives it. b ~ c comes next, and c (newer still) would
+    # win: archiving b, a survivor of this run, waits for the next run, which compares b again.
+    store.add_many([
+        {"id": "a", "text": "The standup is at 9:30 every weekday.", "timestamp": 1},
+        {"id": "b", "text": "Every weekday the standup is at 9:30.", "timestamp": 2},
+        {"id": "c", "text": "Weekday standups start at 9:30.", "timestamp": 3},
+    ])  # fmt: skip
+    _store_vectors(store, {"a": [1.0, 0.0, 0.0], "b": [0.97, 0.24310, 0.0], "c": [0.8457, 0.53366, 0.0]})
+    first = store.maintain(["semantic"]).phases[0]
+    assert [(a["id"], a["superseded_by"]) for a in first.archived] == [("a", "b")]
+    second = store.maintain(["semantic"]).phases[0]
+    assert second.counts["compared"] == 2  # b and c, the deferred pair, are compared again
+    assert [(a["id"], a["superseded_by"]) for a in second.archived] == [("b", "c")]
+    assert [m["id"] for m in store.list()] == ["c"]
+    assert [v["id"] for v in store.history("a")] == ["a", "b", "c"]
+
+
+def test_vectors_written_with_an_older_clock_are_still_seen(store):
+    import numpy as np
+
+    from memstore.db import read_transaction, write_transaction
+    from memstore.semantic.embed import to_blob
+    from memstore.semantic.vectors import VectorIndex, model_of, store_vectors
+
+    store.add_many([{"id": f"m{i}", "text": f"fact {i}"} for i in range(4)])
+    _store_vectors(store, {"m0": [1.0, 0.0, 0.0], "m1": [0.0, 1.0, 0.0]}, now=2000)
+    with read_transaction(store.engine) as conn:
+        index = VectorIndex(model_of(conn))
+        assert len(index.search(conn, np.array([1.0, 0.0, 0.0], dtype=np.float32), "default", 10)) == 2
+    with write_transaction(store.engine) as conn:  # a clock stepped back, or a slower concurrent sync
+        store_vectors(conn, model_of(conn), ["m2", "m3"], [to_blob([0.0, 0.0, 1.0]), to_blob([0.6, 0.8, 0.0])], 1500)
+    with read_transaction(store.engine) as conn:
+        found = index.search(conn, np.array([1.0, 0.0, 0.0], dtype=np.float32), "default", 10)
+    assert sorted(memory_id for memory_id, _ in found) == ["m0", "m1", "m2", "m3"]
+
+
+def test_default_recall_stays_full_text_when_the_model_cannot_be_loaded(store):
+    store.add_many(FACTS)
+    _store_vectors(store, {"r1": [1.0, 0.0, 0.0]})  # its model lives in a directory that is gone
+    assert [r["found_by"] for r in store.recall("rate limit", touch=False)] == [["lexical"], ["lexical"]]
+    with pytest.raises(MemstoreError, match="no model directory"):
+        store.recall("rate limit", touch=False, mode="hybrid")
+
+
+def test_restoring_an_update_waits_for_runs_that_lean_on_its_new_version(store):
+    store.add("Office is in Lisbon.", id="m1", timestamp=1)
+    updated = store.update("m1", text="Office is in Porto.", new_id="m2", timestamp=10)
+    store.add("office is in porto", id="m3", timestamp=5)  # an older copy of the new version
+    folded = store.consolidate(10)
+    assert [(a.id, a.superseded_by) for a in folded.archived] == [("m3", "m2")]
+    with pytest.raises(MemstoreError, match=f"run {folded.run_id} relies on 'm2'.*restore run {folded.run_id} first"):
+        store.restore(updated["run_id"])
+    store.restore(folded.run_id)
+    store.restore(updated["run_id"])
+    assert sorted(m["id"] for m in store.list()) == ["m1", "m3"]
+
+
+def test_maintain_reports_a_shared_store_file_but_still_runs(sqlite_store, db_path):
+    import os
+
+    sqlite_store.add_many(FACTS)
+    os.chmod(db_path, 0o644)
+    check = sqlite_store.maintain(["check", "dedup"]).phases
+    assert [(p.name, p.status) for p in check] == [("check", "ok"), ("dedup", "ok")]
+    assert "permissions" in check[0].counts["warnings"][0]
+
+
+def test_maintain_needs_at_least_one_phase(store):
+    with pytest.raises(MemstoreError, match="--phases: name at least one phase"):
+        store.maintain([])

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, literal, or_, select
+from sqlalchemy import Connection, func, insert, literal, or_, select, update
 
 from ..consolidate import CHUNK, ConsolidationReport, copy_to_archive, lock_jobs, merge_recall_history
 from ..consolidate import _finish_run, _live_counts, _remove_archived, _start_run, max_seq
-from ..schema import contradiction_flags, memories, memory_vectors
+from ..schema import contradiction_flags, memories, memory_archive, memory_vectors
 from ..schema import consolidation_runs as runs
 from .classify import DUPLICATE_AT, RELATED_AT, classify
 from .embed import from_blobs
@@ -55,14 +55,19 @@ class SemanticReport(ConsolidationReport):
     pairs: int = 0  # candidate pairs at or above related_at
     flags: list[FlagEntry] = field(default_factory=list)
 
+    @property
+    def duplicates(self) -> int:
+        # `memstore runs` counts the merges by meaning in its duplicates column.
+        return self._count("semantic_duplicate")
+
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "compared": self.compared, "pairs": self.pairs,
                 "flags": [flag.to_dict() for flag in self.flags]}  # fmt: skip
 
 
-def _marks(conn: Connection, kind: str, namespace: str, before_run: int) -> tuple[int, int] | None:
-    """(seq, embedded_at) up to which the last run of `kind` over `namespace` (before this one)
-    compared everything."""
+def _marks(conn: Connection, kind: str, namespace: str, before_run: int) -> tuple[int, int, frozenset[str]] | None:
+    """(seq, embedded_at, deferred ids) up to which the last run of `kind` over `namespace` (before
+    this one) compared everything, but for the memories whose pairs it deferred."""
     params = conn.execute(
         select(runs.c.params)
         .where(runs.c.kind == kind, runs.c.id < before_run, or_(runs.c.namespace == namespace, runs.c.namespace.is_(None)))
@@ -71,7 +76,7 @@ def _marks(conn: Connection, kind: str, namespace: str, before_run: int) -> tupl
     ).scalar_one_or_none()
     if not params or "seq_through" not in params:
         return None
-    return params["seq_through"], params["vectors_through"]
+    return params["seq_through"], params["vectors_through"], frozenset(params.get("deferred", ()))
 
 
 def _vectors_through(conn: Connection, model: EmbeddingModel) -> int:
@@ -81,7 +86,7 @@ def _vectors_through(conn: Connection, model: EmbeddingModel) -> int:
 
 
 def candidate_pairs(
-    conn: Connection, model: EmbeddingModel, namespace: str, since: tuple[int, int] | None, related_at: float
+    conn: Connection, model: EmbeddingModel, namespace: str, since: tuple[int, int, frozenset[str]] | None, related_at: float
 ) -> tuple[list[Pair], int]:
     """Pairs of live memories of `namespace` at cosine >= related_at with at least one side new
     since `since` (every pair when None), best first then by ids; and how many were new."""
@@ -100,8 +105,8 @@ def candidate_pairs(
     if since is None:
         new = list(range(len(rows)))
     else:
-        seq_mark, vector_mark = since
-        new = [i for i, row in enumerate(rows) if row.seq > seq_mark or row.embedded_at > vector_mark]
+        seq_mark, vector_mark, deferred = since
+        new = [i for i, row in enumerate(rows) if row.seq > seq_mark or row.embedded_at > vector_mark or row.id in deferred]
     is_new = np.zeros(len(rows), dtype=bool)
     is_new[new] = True
     found: dict[tuple[str, str], float] = {}
@@ -188,23 +193,38 @@ def semantic_in_transaction(
     the other, with the pair's similarity; the survivor inherits its recall history. A memory takes
     part in at most one merge per run, so no chain of merges links two memories never compared."""
     report, run_id, counts, model = _begin(conn, "semantic", namespace, now, duplicate_at, related_at, dry_run)
+    deferred: set[str] = set()
     for each in _namespaces(conn, namespace):
-        merged: set[str] = set()
+        lost: set[str] = set()
+        won: set[str] = set()
         losers: list[tuple[str, str, float]] = []
         for pair, kind, _, row_a, row_b in _classified(conn, report, run_id, model, each, duplicate_at, related_at):
-            if kind != "duplicate" or pair.a in merged or pair.b in merged:
+            if kind != "duplicate" or pair.a in lost or pair.b in lost:
                 continue
             winner, loser = sorted((row_a, row_b), key=_stage1_rank)
             if loser["pinned"]:
                 continue  # pinned memories are never archived
+            if loser["id"] in won:
+                # Archiving a survivor of this run would chain merges through a memory never
+                # compared with the others: the pair waits for the next run.
+                deferred.update((pair.a, pair.b))
+                continue
             losers.append((loser["id"], winner["id"], pair.similarity))
-            merged.update((pair.a, pair.b))
+            lost.add(loser["id"])
+            won.add(winner["id"])
         for loser_id, winner_id, similarity in losers:
             leaving = select(memories).where(memories.c.id == loser_id).subquery("leaving")
             copy_to_archive(conn, leaving, "semantic_duplicate", literal(winner_id), run_id, now, similarity=similarity)
         merge_recall_history(conn, each, run_id, reason="semantic_duplicate")
         _remove_archived(conn, each, run_id, "semantic_duplicate")
+    if deferred:
+        report.params["deferred"] = sorted(deferred - {entry for entry in _archived_ids(conn, run_id)})
+        conn.execute(update(runs).where(runs.c.id == run_id).values(params=report.params))
     return _finish_run(conn, report, run_id, counts)
+
+
+def _archived_ids(conn: Connection, run_id: int) -> list[str]:
+    return list(conn.execute(select(memory_archive.c.id).where(memory_archive.c.run_id == run_id)).scalars())
 
 
 def contradict_in_transaction(

@@ -13,11 +13,12 @@ candidates, since archiving does not touch the vectors.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy import Connection, Integer, Text, cast, delete, func, insert, select, update
 
 from ..errors import MemstoreError
 from ..schema import memories, memory_vectors, memstore_settings
@@ -66,6 +67,8 @@ def set_model(conn: Connection, model: EmbeddingModel) -> None:
     values = {MODEL_SETTING: model.name, SOURCE_SETTING: model.source, DIM_SETTING: str(model.dim)}
     conn.execute(delete(memstore_settings).where(memstore_settings.c.key.in_(list(values))))
     conn.execute(insert(memstore_settings), [{"key": key, "value": value} for key, value in values.items()])
+    if VERSION_SETTING not in _settings(conn):
+        conn.execute(insert(memstore_settings).values(key=VERSION_SETTING, value="0"))
 
 
 def require_model(conn: Connection) -> EmbeddingModel:
@@ -107,22 +110,37 @@ def count_pending(conn: Connection, model: EmbeddingModel) -> int:
 
 
 def store_vectors(conn: Connection, model: EmbeddingModel, ids: Sequence[str], blobs: Sequence[bytes], now: int) -> None:
-    """Write (or replace) the vectors of `ids`."""
+    """Write (or replace) the vectors of `ids`.
+
+    The version counter is bumped first: its row lock makes concurrent writers of vectors (two
+    syncs on PostgreSQL) take turns, so each batch's embedded_at, above every one stored, only ever
+    grows. A reader that remembers the newest embedded_at it saw then misses nothing.
+    """
+    bumped = conn.execute(
+        update(memstore_settings)
+        .where(memstore_settings.c.key == VERSION_SETTING)
+        .values(value=cast(cast(memstore_settings.c.value, Integer) + 1, Text))
+    ).rowcount
+    if not bumped:  # a store whose model was enabled before the counter existed
+        conn.execute(insert(memstore_settings).values(key=VERSION_SETTING, value="1"))
+    newest = conn.execute(
+        select(func.max(memory_vectors.c.embedded_at)).where(memory_vectors.c.model == model.name)
+    ).scalar_one()
+    stamp = now if newest is None else max(now, newest + 1)
     conn.execute(delete(memory_vectors).where(memory_vectors.c.memory_id.in_(list(ids))))
     conn.execute(
         insert(memory_vectors),
-        [{"memory_id": i, "model": model.name, "dim": model.dim, "vector": b, "embedded_at": now} for i, b in zip(ids, blobs)],
+        [{"memory_id": i, "model": model.name, "dim": model.dim, "vector": b, "embedded_at": stamp} for i, b in zip(ids, blobs)],
     )
-    version = vectors_version(conn) + 1
-    conn.execute(delete(memstore_settings).where(memstore_settings.c.key == VERSION_SETTING))
-    conn.execute(insert(memstore_settings).values(key=VERSION_SETTING, value=str(version)))
 
 
 @dataclass
 class VectorIndex:
-    """The vectors of one model, in memory, kept up to date with what was embedded since."""
+    """The vectors of one model, in memory, kept up to date with what was embedded since. One
+    search at a time (a graph may search from several threads through one store object)."""
 
     model: EmbeddingModel
+    lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
     ids: list[str] = field(default_factory=list)
     matrix: Any = None  # (n, dim) float32
     position: dict[str, int] = field(default_factory=dict)
@@ -167,6 +185,10 @@ class VectorIndex:
     def search(self, conn: Connection, query_vector: np.ndarray, namespace: str, k: int) -> list[tuple[str, float]]:
         """The k live memories of `namespace` most similar to `query_vector`: (id, cosine), best first,
         ties by id."""
+        with self.lock:
+            return self._search(conn, query_vector, namespace, k)
+
+    def _search(self, conn: Connection, query_vector: np.ndarray, namespace: str, k: int) -> list[tuple[str, float]]:
         import numpy as np
 
         self.refresh(conn)
