@@ -369,3 +369,15 @@ def test_maintain_reports_a_shared_store_file_but_still_runs(sqlite_store, db_pa
 def test_maintain_needs_at_least_one_phase(store):
     with pytest.raises(MemstoreError, match="--phases: name at least one phase"):
         store.maintain([])
+
+
+def test_pairs_are_only_ever_made_within_a_namespace(store):
+    store.add_many([
+        {"id": "w1", "text": "The standup is at 9:30 every weekday.", "timestamp": 1, "namespace": "work"},
+        {"id": "h1", "text": "Every weekday the standup is at 9:30.", "timestamp": 2, "namespace": "home"},
+        {"id": "h2", "text": "Weekday standups start at 9:30.", "timestamp": 3, "namespace": "home"},
+    ])  # fmt: skip
+    _store_vectors(store, {"w1": [1.0, 0.0, 0.0], "h1": [1.0, 0.0, 0.0], "h2": [0.99, 0.14107, 0.0]})
+    phase = store.maintain(["semantic"], namespace=None).phases[0]
+    assert [(a["id"], a["namespace"], a["superseded_by"]) for a in phase.archived] == [("h1", "home", "h2")]
+    assert [m["id"] for m in store.list("work")] == ["w1"]
