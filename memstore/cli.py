@@ -303,8 +303,12 @@ def show(ctx, memory_id, as_json) -> None:
     row = open_store(ctx).get(memory_id)
     if as_json:
         return print_json(row)
-    row = dict(row, state="archived" if row.get("archived_at") is not None else "live")
-    row["pinned"] = "yes" if row["pinned"] else "no"
+    print_row(dict(row, state="archived" if row.get("archived_at") is not None else "live"))
+
+
+def print_row(row: dict[str, Any]) -> None:
+    """One memory as `field  value` lines, times also in UTC."""
+    row = dict(row, pinned="yes" if row["pinned"] else "no")
     for field in ("timestamp", "created_at", "updated_at", "last_recalled_at", "archived_at"):
         if row.get(field) is not None:
             row[field] = f"{row[field]} ({iso(row[field])} UTC)"
@@ -449,9 +453,9 @@ def forget(ctx, memory_ids, reason, as_json) -> None:
 def update(ctx, memory_id, text, importance, pinned, meta, timestamp, as_json) -> None:
     """Correct a memory: write a new version, archive the old one.
 
-    The new version gets a new id (printed) and keeps every field not given, the old
-    version's created_at and its recall history; the old one is archived as `superseded`
-    by it. `memstore restore --run N` puts the old version back.
+    The new version gets a new id and keeps every field not given, the old version's
+    created_at and its recall history; the old one is archived as `superseded` by it. The
+    new row is printed; `memstore restore --run N` puts the old version back.
 
     \b
     Example:
@@ -462,7 +466,8 @@ def update(ctx, memory_id, text, importance, pinned, meta, timestamp, as_json) -
     )
     if as_json:
         return print_json(row)
-    click.echo(row["id"])
+    print_row(row)
+    print_undo(ctx, row["run_id"])
 
 
 @cli.command()

@@ -235,8 +235,12 @@ def test_cli_forget_update_supersede_history_and_restore(cli_store):
     assert forgot.exit_code == 0
     assert forgot.output == f"run 1: forgot city\nundo with: memstore --db {path} restore --run 1\n"
     updated = run("update", "rate", "--text", "The API rate limit is 500 requests per minute.", "--importance", "5")
-    new_id = updated.output.strip()
-    assert updated.exit_code == 0 and len(new_id) == 32
+    assert updated.exit_code == 0
+    printed = dict((line.split(None, 1) + [""])[:2] for line in updated.output.splitlines() if not line.startswith("undo"))
+    new_id = printed["id"]  # the new row is printed, field by field
+    assert len(new_id) == 32 and printed["text"] == "The API rate limit is 500 requests per minute."
+    assert (printed["importance"], printed["supersedes"], printed["run_id"]) == ("5", "rate", "2")
+    assert updated.output.endswith(f"undo with: memstore --db {path} restore --run 2\n")
     shown = json.loads(run("show", new_id, "--json").output)
     assert (shown["text"], shown["importance"]) == ("The API rate limit is 500 requests per minute.", 5)
     assert run("update", "mode", "--unpinned").exit_code == 1  # already unpinned: changes nothing
