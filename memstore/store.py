@@ -369,7 +369,13 @@ class MemoryStore:
 
         if mode is not None and mode not in RECALL_MODES:
             raise ValidationError("recall", "mode", f"must be one of {', '.join(RECALL_MODES)}, not {mode!r}")
-        chosen = mode if mode is not None else self._default_recall_mode()
+        if mode is None or mode == "lexical":
+            # The common case, a store without vectors, is answered in one transaction.
+            with write_transaction(self.engine) if touch else read_transaction(self.engine) as conn:
+                if mode == "lexical" or not self._has_vectors(conn):
+                    rows = [dict(row, found_by=["lexical"]) for row in search.recall_rows(conn, query, k, namespace)]
+                    return self._touched(conn, rows) if touch else rows
+        chosen = mode or "hybrid"
         # The query is embedded before the transaction (the model takes milliseconds); both rankings
         # then read one snapshot.
         query_vector = None
@@ -387,17 +393,22 @@ class MemoryStore:
                 rows = [dict(row, found_by=["lexical"]) for row in search.recall_rows(conn, query, k, namespace)]
             else:
                 rows = self._fused_rows(conn, query, k, namespace, query_vector, hybrid=chosen == "hybrid")
-            if not touch:
-                return rows
-            now = now_ms()
-            search.touch(conn, [row["id"] for row in rows], now)
+            return self._touched(conn, rows) if touch else rows
+
+    @staticmethod
+    def _touched(conn: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Count a recall of `rows`: recall_count + 1 and last_recalled_at = now."""
+        from . import search
+
+        now = now_ms()
+        search.touch(conn, [row["id"] for row in rows], now)
         return [dict(row, recall_count=row["recall_count"] + 1, last_recalled_at=now) for row in rows]
 
-    def _default_recall_mode(self) -> str:
+    @staticmethod
+    def _has_vectors(conn: Connection) -> bool:
         from .semantic.vectors import has_vectors
 
-        with read_transaction(self.engine) as conn:
-            return "hybrid" if has_vectors(conn) else "lexical"
+        return has_vectors(conn)
 
     def _fused_rows(self, conn: Connection, query: str, k: int, namespace: str, query_vector, *, hybrid: bool) -> list[dict[str, Any]]:
         """Rows of the semantic hits, or of their fusion with the full-text ranking, best first."""
