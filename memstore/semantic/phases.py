@@ -190,8 +190,9 @@ def semantic_in_transaction(
 ) -> SemanticReport:
     """Merge duplicates by meaning: of each pair the classifier calls a duplicate, the memory the
     Stage 1 rule ranks lower (never a pinned one) is archived as `semantic_duplicate`, superseded_by
-    the other, with the pair's similarity; the survivor inherits its recall history. A memory takes
-    part in at most one merge per run, so no chain of merges links two memories never compared."""
+    the other, with the pair's similarity; the survivor inherits its recall history. Several copies
+    may merge into one survivor; a survivor of the run is not archived in the same run (that pair
+    waits for the next one), so no chain of merges links two memories never compared."""
     report, run_id, counts, model = _begin(conn, "semantic", namespace, now, duplicate_at, related_at, dry_run)
     deferred: set[str] = set()
     for each in _namespaces(conn, namespace):
