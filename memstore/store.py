@@ -571,7 +571,7 @@ class MemoryStore:
     def sync_embeddings(
         self,
         *,
-        batch_size: int = 64,
+        batch_size: int = 16,
         progress: Callable[[int, int], None] | None = None,
         conn: Connection | None = None,
     ) -> dict[str, Any]:

@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # ONNX Runtime threads for one embedder: the machines memstore targets have 2 cores.
 THREADS = 2
-BATCH_SIZE = 64
+# Texts per ONNX run. A batch is padded to its longest text, so short batches waste less: on 2 cores
+# batches of 16 embedded memories of ~100 characters about a fifth faster than batches of 64.
+BATCH_SIZE = 16
 # What a local model directory must hold (fastembed reads config.json and special_tokens_map.json
 # when present, and needs the other three).
 MODEL_FILE = "model.onnx"
