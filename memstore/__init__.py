@@ -15,12 +15,13 @@ from .errors import (
 )
 from .normalize import normalize_key
 from .reference import consolidate_memories
-from .store import AddResult, MemoryStore
+from .store import MemoryStore
+from .writes import AddResult
 
 # Report classes of the job and of recall, loaded on first use: `import memstore` (and a per-turn
 # `memstore add`) does not pay for the job, recall and hygiene modules.
 _LAZY = {
-    "ConsolidationReport": "consolidate", "RestoreReport": "consolidate", "CheckResult": "search",
+    "ConsolidationReport": "runs", "RestoreReport": "restore", "CheckResult": "recall_checks",
     "LifecycleReport": "lifecycle",
 }  # fmt: skip
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, Row, Select, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from .errors import StoreBusyError
 from .files import create_private_file, make_private_dirs
@@ -21,6 +23,10 @@ BUSY_TIMEOUT_MS = 60_000
 WAL_AUTOCHECKPOINT_PAGES = 1000
 # Execution option that marks a connection whose transactions will write.
 WRITE_OPTION = "memstore_write"
+# Values per `IN (...)` list: SQLite allows 32,766 bound parameters per statement; stay well below.
+CHUNK = 500
+
+T = TypeVar("T")
 
 _engines: "weakref.WeakSet[Engine]" = weakref.WeakSet()
 
@@ -115,6 +121,24 @@ def write_transaction(engine: Engine, *, defer_checkpoint: bool = False) -> Iter
         raise
 
 
+def chunked(values: Sequence[T], size: int = CHUNK) -> Iterator[list[T]]:
+    """`values` in lists of at most `size`, in order."""
+    for start in range(0, len(values), size):
+        yield list(values[start : start + size])
+
+
+def rows_in(conn: Connection, query: Select, column: Any, values: Sequence[Any]) -> Iterator[Row]:
+    """The rows of `query` whose `column` is one of `values`: one statement per CHUNK values."""
+    for chunk in chunked(values):
+        yield from conn.execute(query.where(column.in_(chunk)))
+
+
+def database_error(exc: SQLAlchemyError, location: str) -> str:
+    """A database error as one line for a person: where, and the driver's first line."""
+    detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+    return f"database error at {location}: {detail}"
+
+
 def checkpoint(engine: Engine) -> None:
     """Copy the WAL back into the database without blocking writers (SQLite's PASSIVE checkpoint)."""
     if engine.dialect.name == "sqlite":
@@ -123,6 +147,41 @@ def checkpoint(engine: Engine) -> None:
             raw.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
         finally:
             raw.close()
+
+
+class BackgroundCheckpoints:
+    """Checkpoints run after a job's commit, off its critical path: the write lock is already
+    released, and a PASSIVE checkpoint never blocks writers. Finished ones are not kept."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._running: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        if not is_sqlite(self.engine):
+            return
+        worker = threading.Thread(target=checkpoint, args=(self.engine,), name="memstore-checkpoint")
+        with self._lock:
+            self._running = [each for each in self._running if each.is_alive()]
+            self._running.append(worker)
+        worker.start()
+
+    def running(self) -> int:
+        """Checkpoints still copying."""
+        with self._lock:
+            return sum(1 for each in self._running if each.is_alive())
+
+    def tracked(self) -> int:
+        """Threads held on to (the finished ones are let go at the next start)."""
+        with self._lock:
+            return len(self._running)
+
+    def wait(self) -> None:
+        with self._lock:
+            workers, self._running = self._running, []
+        for worker in workers:
+            worker.join()
 
 
 @contextmanager

@@ -2,7 +2,7 @@
 
 Definitions follow the hygiene procedure in the specification:
 
-* tokens: runs of letters and digits of the lowercased text (for ASCII text exactly ``[a-z0-9]+``);
+* tokens: `memstore.words.tokens` (runs of letters and digits of the lowercased text);
 * Jaccard similarity of two token sets (two empty sets count as 1.0, one empty set as 0.0);
 * days idle: whole days from the last touch (``last_recalled_at``, else ``updated_at``, else
   ``created_at``) to *now*, never negative;
@@ -17,27 +17,17 @@ among the first ``|x| - ceil(t * |x|) + 2`` of each), then every candidate is ve
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .defaults import NEAR_DUPLICATE_THRESHOLD
+from .words import REPORT_NEGATIONS, token_set
+
 DAY_MS = 86_400_000
 STALE_AFTER_DAYS = 180
-NEAR_DUPLICATE_THRESHOLD = 0.8
 CONTRADICTION_THRESHOLD = 0.5
-NEGATION_WORDS = frozenset({"not", "no", "never", "false"})
-_TOKEN = re.compile(r"[^\W_]+")
-
-
-def tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
-
-
-def token_set(text: str) -> frozenset[str]:
-    return frozenset(tokens(text))
-
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a and not b:
@@ -167,7 +157,7 @@ def build_report(
     """The inventory report over live memories (dicts with the `memories` columns)."""
     memories = sorted(memories, key=lambda m: m["id"])
     sets = [token_set(m["text"]) for m in memories]
-    negated = [bool(s & NEGATION_WORDS) for s in sets]
+    negated = [bool(s & REPORT_NEGATIONS) for s in sets]
 
     # Duplicates, near-duplicates and contradictions are only ever looked for within a namespace.
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import IO, Any
 
+from .defaults import DEFAULT_NAMESPACE
 from .errors import ValidationError
 from .records import PreparedRow, now_ms, prepare_row
 from .validate import check_string, is_int
@@ -217,7 +218,7 @@ def read_checks(source: IO[bytes] | IO[str], name: str) -> list[dict[str, str]]:
             if field not in value:
                 raise ValidationError(location, field, "is missing")
             check_string(value[field], location, field, allow_empty=False)
-        check_string(value.setdefault("namespace", "default"), location, "namespace", allow_empty=False)
+        check_string(value.setdefault("namespace", DEFAULT_NAMESPACE), location, "namespace", allow_empty=False)
         checks.append(value)
     return checks
 

@@ -14,20 +14,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, literal, or_, select, union, update
+from sqlalchemy import Connection, and_, delete, insert, or_, select, union, update
 
-from .consolidate import CHUNK, ArchivedEntry, copy_to_archive, lock_jobs
+from .db import rows_in
 from .errors import IdConflictError, MemstoreError, ValidationError, memory_not_found
 from .records import new_id, prepare_row
+from .runs import ARCHIVE_FIELDS, ArchivedEntry, archive_ids, archived_entries, insert_run, lock_jobs, superseded_chain
 from .schema import MEMORY_COLUMNS, memories
-from .schema import consolidation_runs as runs
 from .schema import contradiction_flags as flags
-from .schema import memory_merges as merges
 from .schema import memory_archive as archive
+from .schema import memory_merges as merges
 
 # The fields an update may change; everything else is carried from the version it replaces.
 UPDATABLE = ("text", "importance", "pinned", "meta", "fact_key", "timestamp")
-ARCHIVE_FIELDS = ("archived_at", "reason", "superseded_by", "run_id")
 
 
 @dataclass
@@ -50,26 +49,12 @@ class LifecycleReport:
         }
 
 
-def _latest_version(conn: Connection, row: Mapping[str, Any]) -> tuple[str, Mapping[str, Any] | None]:
-    """The end of `row`'s superseded_by chain: (its id, its archive row, or None when it is live)."""
-    seen = {row["id"]}
-    while row["superseded_by"] is not None and row["superseded_by"] not in seen:
-        successor = row["superseded_by"]
-        if conn.execute(select(memories.c.id).where(memories.c.id == successor)).first():
-            return successor, None
-        following = conn.execute(select(archive).where(archive.c.id == successor)).mappings().first()
-        if following is None:
-            break
-        row = following
-        seen.add(row["id"])
-    return row["id"], row
-
-
 def archived_error(conn: Connection, row: Mapping[str, Any], action: str) -> MemstoreError:
     """Why an archived memory cannot be acted on, and what to act on instead."""
     said = f"memory {row['id']!r} is archived ({row['reason']} in run {row['run_id']})"
-    latest_id, latest = _latest_version(conn, row)
-    if latest is None:
+    latest = superseded_chain(conn, row["id"])[-1]
+    latest_id = latest["id"]
+    if latest.get("archived_at") is None:
         return MemstoreError(f"{said}; its live successor is {latest_id!r}: {action} that one instead")
     if latest_id != row["id"]:
         said += f"; its latest version {latest_id!r} is archived too ({latest['reason']} in run {latest['run_id']})"
@@ -79,10 +64,7 @@ def archived_error(conn: Connection, row: Mapping[str, Any], action: str) -> Mem
 def live_rows(conn: Connection, ids: Sequence[str], namespace: str | None, action: str) -> dict[str, dict[str, Any]]:
     """The live rows of `ids`, or an error naming the first id that is unknown, in another
     namespace or archived; nothing is written before every id has been found."""
-    found: dict[str, dict[str, Any]] = {}
-    for start in range(0, len(ids), CHUNK):
-        chunk = list(ids[start : start + CHUNK])
-        found.update((row["id"], dict(row)) for row in conn.execute(select(memories).where(memories.c.id.in_(chunk))).mappings())
+    found = {row.id: dict(row._mapping) for row in rows_in(conn, select(memories), memories.c.id, ids)}
     for memory_id in ids:
         row = found.get(memory_id)
         if row is not None:
@@ -99,32 +81,7 @@ def live_rows(conn: Connection, ids: Sequence[str], namespace: str | None, actio
 def _start_run(conn: Connection, kind: str, namespace: str | None, named: int, kept: int, params: dict, now: int) -> int:
     # No high-water mark: these runs deduplicate nothing, so the next job's incremental Stage 1
     # still reads from the last job's mark (an update's new version has a later seq anyway).
-    return conn.execute(
-        insert(runs).values(
-            kind=kind, namespace=namespace, capacity=None, params=params or None, status="applied",
-            started_at=now, finished_at=now, live_before=named, kept=kept, duplicates=0, evicted=0, stale=0,
-        ).returning(runs.c.id)
-    ).scalar_one()  # fmt: skip
-
-
-def _archive(conn: Connection, ids: list[str], reason: str, superseded_by: str | None, run_id: int, now: int) -> None:
-    """Copy the live rows of `ids` into the archive, whole, then take them out of the live set."""
-    for start in range(0, len(ids), CHUNK):
-        chunk = ids[start : start + CHUNK]
-        rows = select(memories).where(memories.c.id.in_(chunk)).subquery("leaving")
-        copy_to_archive(conn, rows, reason, literal(superseded_by), run_id, now)
-        conn.execute(delete(memories).where(memories.c.id.in_(chunk)))
-
-
-def _archived_entries(conn: Connection, run_id: int) -> list[ArchivedEntry]:
-    return [
-        ArchivedEntry(*row)
-        for row in conn.execute(
-            select(archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by, archive.c.similarity)
-            .where(archive.c.run_id == run_id)
-            .order_by(archive.c.id)
-        )
-    ]
+    return insert_run(conn, kind, namespace, now, named, kept=kept, params=params)
 
 
 def forget_in_transaction(
@@ -140,8 +97,8 @@ def forget_in_transaction(
     rows = live_rows(conn, unique, namespace, "forget")
     scope = namespace if namespace is not None else _one_namespace(rows.values())
     run_id = _start_run(conn, "forget", scope, len(unique), 0, {"reason": reason} if reason else {}, now)
-    _archive(conn, unique, "forgotten", None, run_id, now)
-    return LifecycleReport("forget", run_id, scope, _archived_entries(conn, run_id))
+    archive_ids(conn, unique, "forgotten", None, run_id, now)
+    return LifecycleReport("forget", run_id, scope, archived_entries(conn, run_id))
 
 
 def _one_namespace(rows) -> str | None:
@@ -188,8 +145,8 @@ def update_in_transaction(
     new_row["seq"] = conn.execute(insert(memories).returning(memories.c.seq), new_row).scalar_one()
     params = {"by": new_row["id"], "changes": given}
     run_id = _start_run(conn, "update", old["namespace"], 1, 0, params, now)
-    _archive(conn, [memory_id], "superseded", new_row["id"], run_id, now)
-    report = LifecycleReport("update", run_id, old["namespace"], _archived_entries(conn, run_id), [new_row["id"]])
+    archive_ids(conn, [memory_id], "superseded", new_row["id"], run_id, now)
+    report = LifecycleReport("update", run_id, old["namespace"], archived_entries(conn, run_id), [new_row["id"]])
     return {name: new_row[name] for name in MEMORY_COLUMNS}, report
 
 
@@ -213,13 +170,13 @@ def supersede_in_transaction(conn: Connection, old_id: str, by: str, namespace: 
             f"{by!r} is in namespace {rows[by]['namespace']!r}, {old_id!r} in {rows[old_id]['namespace']!r}",
         )  # fmt: skip
     run_id = _start_run(conn, "supersede", rows[old_id]["namespace"], 2, 1, {"by": by}, now)
-    _archive(conn, [old_id], "superseded", by, run_id, now)
+    archive_ids(conn, [old_id], "superseded", by, run_id, now)
     # This is how a person resolves a contradiction flag on the pair (restore opens it again).
     pair = or_(and_(flags.c.older_id == old_id, flags.c.newer_id == by), and_(flags.c.older_id == by, flags.c.newer_id == old_id))
     conn.execute(
         update(flags).where(pair, flags.c.status == "open").values(status="resolved", closed_at=now, closed_by_run=run_id)
     )
-    return LifecycleReport("supersede", run_id, rows[old_id]["namespace"], _archived_entries(conn, run_id))
+    return LifecycleReport("supersede", run_id, rows[old_id]["namespace"], archived_entries(conn, run_id))
 
 
 def undo_update(conn: Connection, run_id: int, params: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -251,39 +208,27 @@ def undo_update(conn: Connection, run_id: int, params: Mapping[str, Any] | None)
     return {"recall_count": row["recall_count"], "last_recalled_at": row["last_recalled_at"]}
 
 
+def _version(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row as a history entry: the memory's columns, its state, and the archive's fields (None when live)."""
+    entry = {name: row[name] for name in MEMORY_COLUMNS}
+    entry["state"] = "live" if row.get("archived_at") is None else "archived"
+    entry.update({name: row.get(name) for name in ARCHIVE_FIELDS})
+    return entry
+
+
 def history_rows(conn: Connection, memory_id: str, namespace: str | None) -> list[dict[str, Any]]:
     """Every version linked to `memory_id` by superseded_by, oldest first (a version always before
     the one that replaced it; then by timestamp, then id), live or archived."""
-
-    def fetch(column, values) -> list[dict[str, Any]]:
-        found = []
-        for table, state in ((memories, "live"), (archive, "archived")):
-            if state == "live" and column != "id":
-                continue
-            for start in range(0, len(values), CHUNK):
-                chunk = values[start : start + CHUNK]
-                for row in conn.execute(select(table).where(table.c[column].in_(chunk))).mappings():
-                    entry = {name: row[name] for name in MEMORY_COLUMNS}
-                    entry["state"] = state
-                    entry.update({name: row.get(name) for name in ARCHIVE_FIELDS})
-                    found.append(entry)
-        return found
-
-    start = fetch("id", [memory_id])
-    if not start or (namespace is not None and start[0]["namespace"] != namespace):
+    forward = [_version(row) for row in superseded_chain(conn, memory_id)]
+    if not forward or (namespace is not None and forward[0]["namespace"] != namespace):
         raise memory_not_found(memory_id, namespace)
-    versions = {start[0]["id"]: start[0]}
-    head = start[0]
-    while head["superseded_by"] is not None and head["superseded_by"] not in versions:
-        successor = fetch("id", [head["superseded_by"]])
-        if not successor:
-            break
-        head = successor[0]
-        versions[head["id"]] = head
+    versions = {row["id"]: row for row in forward}
+    head = forward[-1]
     depth = {head["id"]: 0}
     frontier = [head["id"]]
     while frontier:
-        replaced = [row for row in fetch("superseded_by", frontier) if row["id"] not in depth]
+        replaced = [_version(row._mapping) for row in rows_in(conn, select(archive), archive.c.superseded_by, frontier)]
+        replaced = [row for row in replaced if row["id"] not in depth]
         for row in replaced:
             depth[row["id"]] = depth[row["superseded_by"]] + 1
             versions[row["id"]] = row

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from .db import read_transaction, write_transaction
+from .consolidate import consolidate_in_transaction, prune_in_transaction
+from .db import checkpoint, database_error, read_transaction, write_transaction
+from .embeddings import Embeddings
 from .errors import MemstoreError, ValidationError
+from .integrity import check_store
+from .recall_checks import run_checks
 from .records import now_ms
-
-if TYPE_CHECKING:
-    from .store import MemoryStore
+from .semantic.phases import contradict_in_transaction, semantic_in_transaction
+from .semantic.vectors import model_of
 
 PHASES = ("check", "dedup", "semantic", "contradict", "stale", "evict", "verify")
 # What each phase needs to have succeeded first (if it was asked for).
@@ -79,6 +82,8 @@ def parse_phases(names: Sequence[str] | None) -> list[str]:
 
 @dataclass
 class Options:
+    """What `memstore maintain` was asked to do (see MemoryStore.maintain)."""
+
     namespace: str | None
     capacity: int | None
     checks: Sequence[Mapping[str, str]] | None
@@ -110,8 +115,17 @@ def _thresholds(options: Options) -> dict[str, float]:
 NOT_BLOCKING = ("permissions",)
 
 
-def _phase_check(store: MemoryStore, conn: Connection | None, options: Options, result: PhaseResult) -> None:
-    report = store.check()
+@dataclass
+class Context:
+    """What every phase works with: the store's engine and its embeddings, and the options."""
+
+    engine: Engine
+    embeddings: Embeddings
+    options: Options
+
+
+def _phase_check(context: Context, conn: Connection | None, result: PhaseResult) -> None:
+    report = check_store(context.engine)
     result.counts = {"checks": len(report.checks_run), "findings": len(report.findings)}
     warnings = [f"{f.check}: {f.detail}" for f in report.findings if f.check in NOT_BLOCKING]
     if warnings:
@@ -121,25 +135,22 @@ def _phase_check(store: MemoryStore, conn: Connection | None, options: Options, 
         raise MemstoreError(f"the store has problems (`memstore check --fix` repairs some): {'; '.join(problems)}")
 
 
-def _phase_dedup(store, conn, options, result) -> None:
-    from .consolidate import consolidate_in_transaction
-
+def _phase_dedup(context: Context, conn: Connection, result: PhaseResult) -> None:
+    options = context.options
     report = consolidate_in_transaction(conn, 0, options.namespace, now_ms(), dry_run=options.dry_run, stages=("dedup",))
     _job_result(result, report)
 
 
-def _phase_evict(store, conn, options, result) -> None:
-    from .consolidate import consolidate_in_transaction
-
+def _phase_evict(context: Context, conn: Connection, result: PhaseResult) -> None:
+    options = context.options
     if options.capacity is None:
         raise _Skip("no --capacity given")
     report = consolidate_in_transaction(conn, options.capacity, options.namespace, now_ms(), dry_run=options.dry_run, stages=("evict",))
     _job_result(result, report)
 
 
-def _phase_stale(store, conn, options, result) -> None:
-    from .consolidate import prune_in_transaction
-
+def _phase_stale(context: Context, conn: Connection, result: PhaseResult) -> None:
+    options = context.options
     now = now_ms()
     report = prune_in_transaction(
         conn, options.namespace, now, as_of=now, stale_threshold=options.stale_threshold,
@@ -148,48 +159,42 @@ def _phase_stale(store, conn, options, result) -> None:
     _job_result(result, report)
 
 
-def _embeddings_ready(store: MemoryStore, options: Options) -> None:
+def _embeddings_ready(context: Context) -> None:
     """Before a semantic phase's transaction: embed what is pending, in transactions of its own
     (vectors are derived data). A dry run embeds inside its own transaction instead (see below)."""
-    from .semantic.vectors import model_of
-
-    with read_transaction(store.engine) as reader:
+    with read_transaction(context.engine) as reader:
         if model_of(reader) is None:
             raise _Skip("embeddings are not enabled (memstore embeddings enable)")
-    if not options.dry_run:
-        store.sync_embeddings()
+    if not context.options.dry_run:
+        context.embeddings.sync()
 
 
-def _phase_semantic(store, conn, options, result) -> None:
-    from .semantic.phases import semantic_in_transaction
-
+def _phase_semantic(context: Context, conn: Connection, result: PhaseResult) -> None:
+    options = context.options
     if options.dry_run:
-        store.sync_embeddings(conn=conn)  # rolled back with the dry run
+        context.embeddings.sync(conn=conn)  # rolled back with the dry run
     report = semantic_in_transaction(conn, options.namespace, now_ms(), dry_run=options.dry_run, **_thresholds(options))
     _job_result(result, report)
 
 
-def _phase_contradict(store, conn, options, result) -> None:
-    from .semantic.phases import contradict_in_transaction
-
+def _phase_contradict(context: Context, conn: Connection, result: PhaseResult) -> None:
+    options = context.options
     if options.dry_run:
-        store.sync_embeddings(conn=conn)
+        context.embeddings.sync(conn=conn)
     report = contradict_in_transaction(conn, options.namespace, now_ms(), dry_run=options.dry_run, **_thresholds(options))
     _job_result(result, report)
 
 
-def _phase_verify(store, conn, options, result) -> None:
-    from .check import check_store
-    from .search import run_checks
-
+def _phase_verify(context: Context, conn: Connection | None, result: PhaseResult) -> None:
+    options = context.options
     failures = []
     if conn is None:
-        report = check_store(store.engine)
+        report = check_store(context.engine)
         result.counts = {"findings": len(report.findings)}
         failures += [f"{f.check}: {f.detail}" for f in report.findings if not f.fixed]
     if options.checks:
         if conn is None:
-            with read_transaction(store.engine) as reader:
+            with read_transaction(context.engine) as reader:
                 checks = run_checks(reader, options.checks, options.k)
         else:
             checks = run_checks(conn, options.checks, options.k)
@@ -214,16 +219,22 @@ PREPARE: dict[str, Callable] = {"semantic": _embeddings_ready, "contradict": _em
 READ_ONLY = ("check", "verify")
 
 
-def _failure(exc: Exception) -> str:
+def _failure(exc: Exception, location: str) -> str:
     if isinstance(exc, MemstoreError):
         return str(exc)
     if isinstance(exc, SQLAlchemyError):
-        return f"database error: {str(getattr(exc, 'orig', None) or exc).splitlines()[0]}"
+        return database_error(exc, location)
     return f"unexpected {type(exc).__name__}: {exc}"
 
 
-def maintain(store: MemoryStore, phases: Sequence[str], options: Options) -> MaintainReport:
-    """Run `phases` (in PHASES order) and report each; see the module's docstring."""
+def maintain(engine: Engine, embeddings: Embeddings, phases: Sequence[str], options: Options) -> MaintainReport:
+    """Run `phases` (in PHASES order) and report each; see the module's docstring.
+
+    The phases' commits leave the WAL alone (a checkpoint inside a commit would hold the write
+    lock meanwhile); one checkpoint at the end copies it back into the database.
+    """
+    context = Context(engine, embeddings, options)
+    location = engine.url.render_as_string(hide_password=True)
     results: list[PhaseResult] = []
     status: dict[str, str] = {}
 
@@ -235,19 +246,19 @@ def maintain(store: MemoryStore, phases: Sequence[str], options: Options) -> Mai
             return result
         try:
             if name in PREPARE:
-                PREPARE[name](store, options)
+                PREPARE[name](context)
             if name in READ_ONLY and dry_conn is None:
-                RUNNERS[name](store, None, options, result)
+                RUNNERS[name](context, None, result)
             elif dry_conn is not None:
                 with dry_conn.begin_nested():  # a failed phase rolls back alone
-                    RUNNERS[name](store, dry_conn, options, result)
+                    RUNNERS[name](context, dry_conn, result)
             else:
-                with write_transaction(store.engine, defer_checkpoint=True) as conn:
-                    RUNNERS[name](store, conn, options, result)
+                with write_transaction(engine, defer_checkpoint=True) as conn:
+                    RUNNERS[name](context, conn, result)
         except _Skip as skip:
             result.status, result.error = "skipped", str(skip)
         except Exception as exc:  # one phase's failure is reported; the others still run
-            result.status, result.error = "failed", _failure(exc)
+            result.status, result.error = "failed", _failure(exc, location)
             result.run_id, result.archived, result.flags = None, [], []
         return result
 
@@ -259,7 +270,7 @@ def maintain(store: MemoryStore, phases: Sequence[str], options: Options) -> Mai
             results.append(run_phase("check", None))
             status["check"] = results[-1].status
             remaining.pop(0)
-        with write_transaction(store.engine, defer_checkpoint=True) as conn:
+        with write_transaction(engine, defer_checkpoint=True) as conn:
             for name in remaining:
                 results.append(run_phase(name, conn))
                 status[name] = results[-1].status
@@ -268,4 +279,5 @@ def maintain(store: MemoryStore, phases: Sequence[str], options: Options) -> Mai
         for name in phases:
             results.append(run_phase(name, None))
             status[name] = results[-1].status
+        checkpoint(engine)
     return MaintainReport(results, options.dry_run)

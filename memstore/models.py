@@ -63,6 +63,7 @@ class ArchivedMemory(_MemoryFields, Base):
     reason: Mapped[str]
     superseded_by: Mapped[Optional[str]]
     run_id: Mapped[Optional[int]]
+    similarity: Mapped[Optional[float]]
 
 
 class ConsolidationRun(Base):
@@ -99,4 +100,46 @@ class MemoryMerge(Base):
     last_recalled_at_after: Mapped[Optional[int]]
 
 
-__all__ = ["ArchivedMemory", "Base", "ConsolidationRun", "Memory", "MemoryMerge", *_schema_names]
+class Setting(Base):
+    """A setting of the store itself, such as the embedding model in use."""
+
+    __table__ = schema.memstore_settings
+
+    key: Mapped[str]
+    value: Mapped[str]
+
+
+class MemoryVector(Base):
+    """One memory's embedding for one model, a little-endian float32 blob of unit length."""
+
+    __table__ = schema.memory_vectors
+
+    memory_id: Mapped[str]
+    model: Mapped[str]
+    dim: Mapped[int]
+    vector: Mapped[bytes]
+    embedded_at: Mapped[int]
+
+
+class ContradictionFlag(Base):
+    """A pair of memories that may contradict each other, for a person to resolve or dismiss."""
+
+    __table__ = schema.contradiction_flags
+
+    id: Mapped[int]
+    namespace: Mapped[str]
+    older_id: Mapped[str]
+    newer_id: Mapped[str]
+    similarity: Mapped[float]
+    reason: Mapped[str]
+    status: Mapped[str]
+    run_id: Mapped[int]
+    flagged_at: Mapped[int]
+    closed_at: Mapped[Optional[int]]
+    closed_by_run: Mapped[Optional[int]]
+
+
+__all__ = [
+    "ArchivedMemory", "Base", "ConsolidationRun", "ContradictionFlag", "Memory", "MemoryMerge", "MemoryVector", "Setting",
+    *_schema_names,
+]  # fmt: skip

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
 from .errors import ValidationError
 from .normalize import normalize_key
 from .validate import (
@@ -26,8 +27,6 @@ from .validate import (
     check_string,
 )
 
-DEFAULT_NAMESPACE = "default"
-DEFAULT_IMPORTANCE = 3
 # Fields a caller may give; `norm_key` is deliberately not among them.
 INPUT_FIELDS = frozenset(
     {
@@ -121,6 +120,6 @@ def is_retry_of(prepared: PreparedRow, stored: Mapping[str, Any]) -> bool:
 
 
 __all__ = [
-    "DEFAULT_IMPORTANCE", "DEFAULT_NAMESPACE", "IMPORTANCE_MAX", "IMPORTANCE_MIN",
+    "IMPORTANCE_MAX", "IMPORTANCE_MIN",
     "PreparedRow", "is_retry_of", "new_id", "now_ms", "prepare_row",
 ]  # fmt: skip

@@ -30,6 +30,8 @@ from sqlalchemy import (
     text as sql_text,
 )
 
+from .defaults import DEFAULT_NAMESPACE
+
 # Every constraint gets a stable name; Alembic's batch mode on SQLite needs names to alter tables.
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -65,7 +67,7 @@ def _memory_columns(*, id_is_key: bool) -> list[Column]:
     return [
         # In the archive `id` is the key; in the live set the key is `seq` and `id` is unique.
         Column("id", CodePointText, primary_key=id_is_key, unique=not id_is_key, nullable=False),
-        Column("namespace", CodePointText, nullable=False, server_default="default"),
+        Column("namespace", CodePointText, nullable=False, server_default=DEFAULT_NAMESPACE),
         Column("text", Text, nullable=False),
         # Written by the application from normalize_key(text) on every write path; never taken from input.
         Column("norm_key", CodePointText, nullable=False),

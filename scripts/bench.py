@@ -538,8 +538,8 @@ def make_queries(seed: int, count: int, zipf: bool) -> list[str]:
 
 def bench_recall(work: Path, base: Path, args) -> dict:
     from memstore.db import read_transaction
-    from memstore.hygiene import tokens
-    from memstore.search import is_common, query_expression, recall_words
+    from memstore.words import tokens
+    from memstore.fulltext import is_common, query_expression, recall_words
 
     path = work / "recall.db"
     copy_store(base, path)
@@ -789,11 +789,10 @@ def bench_hybrid_latency(work: Path, args) -> dict:
         else:
             log(f"  reusing the embedded store {path}")
         store.recall(queries[0], 5, touch=False, mode="hybrid")  # loads the vectors into memory once
-        embedder = store._embedder_for(store_model(store), for_queries=True)  # the one recall embeds with
         hybrid, lexical, embed_only = [], [], []
         for query in queries:
             t = time.perf_counter()
-            embedder.embed([query])
+            store.embeddings.query_vector(query)  # the query's embedding, as recall makes it
             embed_only.append(time.perf_counter() - t)
             t = time.perf_counter()
             store.recall(query, 5, touch=False, mode="hybrid")
@@ -808,14 +807,6 @@ def bench_hybrid_latency(work: Path, args) -> dict:
            "hybrid_p95": sorted(hybrid)[int(0.95 * (len(hybrid) - 1))]}  # fmt: skip
     log(f"  p50 hybrid {out['hybrid_p50'] * 1e3:.1f} ms, query embedding {out['embed_p50'] * 1e3:.1f} ms, lexical {out['lexical_p50'] * 1e3:.1f} ms")
     return out
-
-
-def store_model(store: MemoryStore):
-    from memstore.db import read_transaction
-    from memstore.semantic.vectors import require_model
-
-    with read_transaction(store.engine) as conn:
-        return require_model(conn)
 
 
 def run_semantic(args, work: Path) -> dict:

@@ -37,7 +37,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 # importlib, not `from memstore.semantic import classify`: the package exports the function of that name.
-classifier = importlib.import_module("memstore.semantic.classify")
+classifier = importlib.import_module("memstore.semantic.pairs")
 from memstore.semantic.fusion import LEXICAL_WEIGHT, fuse, reciprocal_rank_fusion  # noqa: E402
 
 DATA = REPO / "tests" / "data"

@@ -14,12 +14,32 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from memstore import MemoryStore
 
 from .pgserver import start_temp_postgres
+from .strategies import PROFILE, QUICK_EXAMPLES
+
+# "full" (the default, what CI runs): Hypothesis's own defaults, each property test's @settings on
+# top; "quick": every property test capped at QUICK_EXAMPLES (see tests/strategies.py).
+settings.register_profile("full")
+settings.register_profile("quick", max_examples=QUICK_EXAMPLES)
+settings.load_profile(PROFILE)
+
+# Modules whose every test is slow: the torture scenarios, building and installing the wheel.
+SLOW_MODULES = ("test_torture", "test_packaging")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every property test (Hypothesis) and every test of SLOW_MODULES is `slow`:
+    `pytest -m "not slow"` is the quick loop, the full suite stays the default."""
+    for item in items:
+        function = getattr(item, "function", None)
+        if getattr(function, "is_hypothesis_test", False) or item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
 
 SEED_SAMPLE = [
     {"id": "m1", "text": "User prefers dark mode.", "timestamp": 10, "importance": 3},

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import strategies as st
+
+# The Hypothesis profile (tests/conftest.py registers both): "full", the CI default, runs every
+# property test with the examples its @settings asks for; "quick" (HYPOTHESIS_PROFILE=quick) caps
+# them at QUICK_EXAMPLES for a fast loop while editing.
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "full")
+QUICK_EXAMPLES = 20
+
+
+def examples(count: int) -> int:
+    """How many examples a property test asks for: `count` in the full profile."""
+    return min(count, QUICK_EXAMPLES) if PROFILE == "quick" else count
 
 # Small alphabets make collisions and ties common: case, Unicode whitespace, removed punctuation.
 TEXT_ALPHABET = list("aAbBéÉß İ") + list(".,!?;:'\"") + ["\t", "\n", "\u00a0", "\u2003", "-", "…"]

@@ -30,6 +30,8 @@ from memstore import MemoryStore
 from memstore.cli import cli
 from memstore.normalize import REMOVED_CHARACTERS, normalize_key
 
+from .strategies import examples
+
 MEMSTORE_BIN = str(Path(sys.executable).with_name("memstore"))
 RUNNER = CliRunner()
 
@@ -834,7 +836,7 @@ def spec_key(text: str) -> str:
     return "".join(out)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.text(alphabet=ANY_CHARACTER, max_size=40))
 def test_fuzz_normalize_key_is_total_and_follows_the_rule(text):
     key = normalize_key(text)
@@ -914,7 +916,7 @@ def fuzz_store() -> tuple[tempfile.TemporaryDirectory, Path]:
     return directory, path
 
 
-FUZZ_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ_SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def test_fuzz_importer_with_random_bytes():

@@ -221,7 +221,10 @@ def _modules_after(code: str, cwd: Path) -> set[str]:
 
 
 # What a per-turn hook's command must not pay for.
-JOB_MODULES = {"alembic", "memstore.consolidate", "memstore.hygiene", "memstore.search", "memstore.check", "memstore.backup", "sqlalchemy.orm"}
+JOB_MODULES = {
+    "alembic", "memstore.consolidate", "memstore.runs", "memstore.hygiene", "memstore.fulltext", "memstore.recall",
+    "memstore.recall_checks", "memstore.integrity", "memstore.backup", "sqlalchemy.orm",
+}  # fmt: skip
 
 
 def test_importing_the_cli_loads_neither_alembic_nor_the_job(tmp_path):
@@ -241,13 +244,13 @@ def test_a_command_on_a_store_at_head_loads_only_what_it_uses(tmp_path, command)
     assert not _modules_after(code, tmp_path) & JOB_MODULES
 
 
-def test_recall_loads_search_but_not_alembic_or_the_job(tmp_path):
+def test_recall_loads_full_text_search_but_not_alembic_or_the_job(tmp_path):
     db = tmp_path / "store.db"
     MemoryStore(db).close()
     code = f"from click.testing import CliRunner\nfrom memstore.cli import cli\nCliRunner().invoke(cli, ['--db', {str(db)!r}, 'recall', 'x'])"
     loaded = _modules_after(code, tmp_path)
-    assert "memstore.search" in loaded
-    assert not loaded & {"alembic", "memstore.consolidate", "memstore.check", "sqlalchemy.orm"}
+    assert "memstore.fulltext" in loaded
+    assert not loaded & {"alembic", "memstore.consolidate", "memstore.integrity", "sqlalchemy.orm"}
 
 
 def test_a_store_behind_head_still_loads_alembic_and_is_upgraded(tmp_path):

@@ -10,7 +10,7 @@ from memstore import MemoryStore
 from memstore.reference import plan_consolidation
 
 from .conftest import BACKENDS, empty_store
-from .strategies import NAMESPACES, stores
+from .strategies import NAMESPACES, examples, stores
 
 RULE_FIELDS = ("id", "namespace", "text", "timestamp", "importance", "pinned")
 RECALL_FIELDS = ("recall_count", "last_recalled_at")
@@ -34,7 +34,7 @@ def rule_view(row: dict) -> tuple:
     return tuple(row[field] for field in RULE_FIELDS)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=stores(), capacity=st.integers(0, 10), target=st.sampled_from([*NAMESPACES, None]))
 def test_sql_job_leaves_exactly_what_the_reference_keeps(shared_store, records, capacity, target):
     store = shared_store

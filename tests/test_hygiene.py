@@ -26,6 +26,7 @@ from memstore.hygiene import (
 )
 from memstore.io import iso_to_ms
 
+from .strategies import examples
 from .test_cli import SEED_HYGIENE_FIXTURE
 
 NOW = "2026-10-12"
@@ -458,7 +459,7 @@ thresholds = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(sets=token_set_lists(), threshold=thresholds)
 def test_candidate_path_equals_exhaustive_pass_on_random_small_inputs(sets, threshold):
     assert similar_pairs(sets, threshold) == exhaustive_pairs(sets, threshold)
@@ -590,7 +591,7 @@ def test_report_over_every_namespace_only_groups_duplicates_within_a_namespace(s
     assert everywhere["near_duplicate_pairs"] == [] and everywhere["contradiction_flags"] == []
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     sets=st.lists(st.frozensets(st.sampled_from("abcdefghij"), max_size=6), max_size=25),
     sides=st.lists(st.booleans(), min_size=25, max_size=25),
@@ -602,7 +603,7 @@ def test_two_sided_join_finds_exactly_the_cross_side_pairs(sets, sides, threshol
     assert similar_pairs(sets, threshold, sides=sides) == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(sets=token_set_lists(), threshold=st.floats(min_value=0.01, max_value=0.5))
 def test_candidate_path_equals_exhaustive_pass_below_one_half(sets, threshold):
     # Low thresholds make the two-token prefixes cover whole sets and one shared token enough.

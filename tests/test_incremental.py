@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from memstore import MemoryStore, MemstoreError
 
 from .conftest import empty_store
-from .strategies import NAMESPACES, memory_texts, timestamps
+from .strategies import NAMESPACES, examples, memory_texts, timestamps
 
 ROW_FIELDS = ("id", "namespace", "text", "timestamp", "importance", "pinned", "recall_count", "last_recalled_at")
 
@@ -96,7 +96,7 @@ def _state(store):
     return live, archived, runs
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step, max_size=12))
 def test_incremental_and_full_runs_leave_identical_stores(twin_stores, steps):
     incremental, full = twin_stores

@@ -348,6 +348,7 @@ WRITERS = 4
 CALLS_PER_WRITER = 200
 
 
+@pytest.mark.slow
 def test_four_servers_writing_while_consolidation_runs_lose_nothing(tmp_path):
     db = tmp_path / "shared.db"
     MemoryStore(db).close()

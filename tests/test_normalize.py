@@ -6,6 +6,8 @@ from hypothesis import strategies as st
 import memstore
 from memstore.normalize import REMOVED_CHARACTERS, normalize_key
 
+from .strategies import examples
+
 
 def test_seed_variants_share_one_key():
     assert normalize_key("User prefers dark mode.") == "user prefers dark mode"
@@ -54,7 +56,7 @@ def spelled_out(text: str) -> str:
     return "".join(out)
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(st.text(alphabet=st.characters(exclude_categories=("Cs",)) | st.sampled_from(list(REMOVED_CHARACTERS + " \t\u00a0\u2028"))))
 def test_matches_the_rule_spelled_out_step_by_step(text):
     key = normalize_key(text)

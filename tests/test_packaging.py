@@ -24,7 +24,9 @@ SHIPPED_FILES = (
     "memstore/migrations/script.py.mako",
     "memstore/migrations/versions/0001_initial_schema.py",
     "memstore/py.typed",
-    "memstore/mcp.py",
+    "memstore/mcp/tools.py",
+    "memstore/mcp/transport.py",
+    "memstore/cli/__init__.py",
     "memstore/integrations/langgraph.py",
 )
 NOT_SOURCE = shutil.ignore_patterns(

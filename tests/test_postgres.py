@@ -22,7 +22,7 @@ from memstore.db import make_engine, write_transaction
 from memstore.migrate import alembic_config, comparison_options, current_revision, head_revision
 
 from .conftest import BACKENDS, empty_store
-from .strategies import NAMESPACES, stores
+from .strategies import NAMESPACES, examples, stores
 from .test_cli import SEED_HYGIENE_FIXTURE
 
 MODEL_TABLES = {
@@ -191,7 +191,7 @@ def paired_stores(tmp_path_factory, postgres):
     postgres.drop_database(name)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(records=stores(), capacity=st.integers(0, 10), target=st.sampled_from([*NAMESPACES, None]))
 def test_sqlite_and_postgresql_give_identical_results_for_the_same_store(paired_stores, records, capacity, target):
     outcomes = []

@@ -116,6 +116,7 @@ def test_check_reports_a_store_others_can_read_and_fix_makes_it_private(tmp_path
     assert "permissions" not in invoke(db, "check").output
 
 
+@pytest.mark.slow
 def test_the_quickstart_store_is_private(tmp_path):
     store = tmp_path / "try.db"
     done = subprocess.run(

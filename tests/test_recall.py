@@ -102,7 +102,7 @@ def test_shortlist_answers_exactly_what_the_one_statement_ranking_answers(tmp_pa
 
     from memstore.db import read_transaction
     from memstore.models import Memory
-    from memstore.search import RECALL_SQL, _recall_from_shortlist, query_expression, recall_rows
+    from memstore.fulltext import RECALL_SQL, _recall_from_shortlist, query_expression, recall_rows
 
     rng = random.Random(5)
     words = [f"w{n}" for n in range(12)]
@@ -144,7 +144,7 @@ def test_any_k_is_accepted_and_beyond_the_matches_means_every_match(store):
 
 def common_word_store(store):
     """'the' and 'filler' in more than COMMON_WORD_MEMORIES memories, 'edge' in exactly that many, a few rare words."""
-    from memstore.search import COMMON_WORD_MEMORIES
+    from memstore.fulltext import COMMON_WORD_MEMORIES
 
     records = [
         {"id": f"f{n:05d}", "text": f"the filler note {n}" + (" edge" if n < COMMON_WORD_MEMORIES else "")}
@@ -198,8 +198,8 @@ def test_recall_words_agree_with_counting_the_texts(sqlite_store):
     """recall_words against a count made in Python from the texts, for queries mixing common, boundary
     and rare words, repeated words and words in no memory."""
     from memstore.db import read_transaction
-    from memstore.hygiene import tokens
-    from memstore.search import recall_words
+    from memstore.words import tokens
+    from memstore.fulltext import recall_words
 
     limit = common_word_store(sqlite_store)
     holding: dict[str, int] = {}

@@ -208,7 +208,7 @@ def test_fusion_is_deterministic_and_breaks_ties_by_id():
 
 
 def test_docstring_examples():
-    for name in ("memstore.semantic.classify", "memstore.semantic.fusion"):
+    for name in ("memstore.semantic.pairs", "memstore.semantic.fusion"):
         failed, attempted = doctest.testmod(importlib.import_module(name))
         assert failed == 0 and attempted > 0
 

@@ -13,7 +13,9 @@ from click.testing import CliRunner
 
 from memstore import MemoryStore, MemstoreError
 from memstore.cli import cli
-from memstore.semantic.classify import DUPLICATE_AT
+from memstore.semantic.pairs import DUPLICATE_AT
+
+from .handmade import store_handmade_vectors
 
 FACTS = [
     {"id": "d1", "text": "Deploy v2.1 to staging at 3pm.", "timestamp": 1},
@@ -274,17 +276,6 @@ def test_langgraph_search_with_a_query_uses_hybrid_recall(tmp_path, model_dir):
 # -- plumbing with hand-made vectors (the texts still decide; only the cosines are chosen) -------
 
 
-def _store_vectors(store, vectors: dict[str, list[float]], now: int = 1000) -> None:
-    from memstore.db import write_transaction
-    from memstore.semantic.embed import to_blob
-    from memstore.semantic.vectors import EmbeddingModel, set_model, store_vectors
-
-    with write_transaction(store.engine) as conn:
-        model = EmbeddingModel("hand-made", "/nonexistent/model", 3)
-        set_model(conn, model)
-        store_vectors(conn, model, list(vectors), [to_blob(v) for v in vectors.values()], now)
-
-
 def test_one_new_memory_absorbs_two_old_copies_in_one_run(store):
     # n is a copy of o1 and of o2 (cosine 0.9 each); o1 and o2 are only related (0.62).
     store.add_many([
@@ -292,7 +283,7 @@ def test_one_new_memory_absorbs_two_old_copies_in_one_run(store):
         {"id": "o2", "text": "Weekday standups start at 9:30.", "timestamp": 2},
         {"id": "n", "text": "Every weekday the standup is at 9:30.", "timestamp": 3},
     ])  # fmt: skip
-    _store_vectors(store, {"n": [1.0, 0.0, 0.0], "o1": [0.9, 0.43589, 0.0], "o2": [0.9, -0.43589, 0.0]})
+    store_handmade_vectors(store, {"n": [1.0, 0.0, 0.0], "o1": [0.9, 0.43589, 0.0], "o2": [0.9, -0.43589, 0.0]})
     merged = store.maintain(["semantic"]).phases[0]
     assert sorted((a["id"], a["superseded_by"]) for a in merged.archived) == [("o1", "n"), ("o2", "n")]
     assert [m["id"] for m in store.list()] == ["n"]
@@ -306,7 +297,7 @@ def test_a_merge_that_would_chain_waits_for_the_next_run(store):
         {"id": "b", "text": "Every weekday the standup is at 9:30.", "timestamp": 2},
         {"id": "c", "text": "Weekday standups start at 9:30.", "timestamp": 3},
     ])  # fmt: skip
-    _store_vectors(store, {"a": [1.0, 0.0, 0.0], "b": [0.97, 0.24310, 0.0], "c": [0.8457, 0.53366, 0.0]})
+    store_handmade_vectors(store, {"a": [1.0, 0.0, 0.0], "b": [0.97, 0.24310, 0.0], "c": [0.8457, 0.53366, 0.0]})
     first = store.maintain(["semantic"]).phases[0]
     assert [(a["id"], a["superseded_by"]) for a in first.archived] == [("a", "b")]
     second = store.maintain(["semantic"]).phases[0]
@@ -324,7 +315,7 @@ def test_vectors_written_with_an_older_clock_are_still_seen(store):
     from memstore.semantic.vectors import VectorIndex, model_of, store_vectors
 
     store.add_many([{"id": f"m{i}", "text": f"fact {i}"} for i in range(4)])
-    _store_vectors(store, {"m0": [1.0, 0.0, 0.0], "m1": [0.0, 1.0, 0.0]}, now=2000)
+    store_handmade_vectors(store, {"m0": [1.0, 0.0, 0.0], "m1": [0.0, 1.0, 0.0]}, now=2000)
     with read_transaction(store.engine) as conn:
         index = VectorIndex(model_of(conn))
         assert len(index.search(conn, np.array([1.0, 0.0, 0.0], dtype=np.float32), "default", 10)) == 2
@@ -337,7 +328,7 @@ def test_vectors_written_with_an_older_clock_are_still_seen(store):
 
 def test_default_recall_stays_full_text_when_the_model_cannot_be_loaded(store):
     store.add_many(FACTS)
-    _store_vectors(store, {"r1": [1.0, 0.0, 0.0]})  # its model lives in a directory that is gone
+    store_handmade_vectors(store, {"r1": [1.0, 0.0, 0.0]})  # its model lives in a directory that is gone
     assert [r["found_by"] for r in store.recall("rate limit", touch=False)] == [["lexical"], ["lexical"]]
     with pytest.raises(MemstoreError, match="no model directory"):
         store.recall("rate limit", touch=False, mode="hybrid")
@@ -377,7 +368,7 @@ def test_pairs_are_only_ever_made_within_a_namespace(store):
         {"id": "h1", "text": "Every weekday the standup is at 9:30.", "timestamp": 2, "namespace": "home"},
         {"id": "h2", "text": "Weekday standups start at 9:30.", "timestamp": 3, "namespace": "home"},
     ])  # fmt: skip
-    _store_vectors(store, {"w1": [1.0, 0.0, 0.0], "h1": [1.0, 0.0, 0.0], "h2": [0.99, 0.14107, 0.0]})
+    store_handmade_vectors(store, {"w1": [1.0, 0.0, 0.0], "h1": [1.0, 0.0, 0.0], "h2": [0.99, 0.14107, 0.0]})
     phase = store.maintain(["semantic"], namespace=None).phases[0]
     assert [(a["id"], a["namespace"], a["superseded_by"]) for a in phase.archived] == [("h1", "home", "h2")]
     assert [m["id"] for m in store.list("work")] == ["w1"]

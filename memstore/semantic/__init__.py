@@ -1,8 +1,8 @@
 """Meaning, not only spelling: local embeddings, the pair classifier and hybrid recall fusion.
 
 * `embed`: `Embedder` (fastembed; a model name or a local model directory), `to_blob` / `from_blob`.
-* `classify`: `classify(text_a, text_b, similarity)` -> `Verdict` (duplicate, contradiction,
-  related, unrelated), pure Python.
+* `pairs`: the pair classifier, `classify(text_a, text_b, similarity)` -> `Verdict` (duplicate,
+  contradiction, related, unrelated), pure Python.
 * `fusion`: `fuse(lexical, semantic, k)` -> `Fused` results that keep what each ranking found.
 
 Importing this package loads neither fastembed nor NumPy; they load when a model first runs, and
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .classify import Verdict, classify
+from .pairs import Verdict, classify
 from .fusion import Fused, fuse
 
 _LAZY = {

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select, update
 
+from ..db import rows_in
 from ..errors import MemstoreError, NotFoundError
 from ..schema import contradiction_flags as flags
 from ..schema import memories, memory_archive
@@ -14,11 +15,8 @@ from ..schema import memories, memory_archive
 
 def _text_of(conn: Connection, ids: set[str]) -> dict[str, str]:
     found: dict[str, str] = {}
-    id_list = sorted(ids)
     for table in (memories, memory_archive):
-        for start in range(0, len(id_list), 500):
-            chunk = id_list[start : start + 500]
-            found.update(conn.execute(select(table.c.id, table.c.text).where(table.c.id.in_(chunk))).all())
+        found.update((row.id, row.text) for row in rows_in(conn, select(table.c.id, table.c.text), table.c.id, sorted(ids)))
     return found
 
 
@@ -31,12 +29,6 @@ def list_flags(conn: Connection, namespace: str | None, status: str = "open") ->
     for row in rows:
         row["older_text"], row["newer_text"] = texts.get(row["older_id"]), texts.get(row["newer_id"])
     return rows
-
-
-def open_flags_summary(conn: Connection, namespace: str | None, limit: int) -> dict[str, Any]:
-    """How many flags are open, and the newest `limit` of them (for the report)."""
-    rows = list_flags(conn, namespace)
-    return {"count": len(rows), "top": rows[:limit]}
 
 
 def dismiss(conn: Connection, flag_id: int, now: int) -> None:

@@ -14,13 +14,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, literal, or_, select, update
+from sqlalchemy import Connection, func, insert, or_, select, update
 
-from ..consolidate import CHUNK, ConsolidationReport, copy_to_archive, lock_jobs, merge_recall_history
-from ..consolidate import _finish_run, _live_counts, _remove_archived, _start_run, max_seq
-from ..schema import contradiction_flags, memories, memory_archive, memory_vectors
+from ..db import rows_in
+from ..live_counts import live_counts
+from ..reference import stage1_order
+from ..runs import ConsolidationReport, archive_ids, archived_entries, finish_run, lock_jobs, max_seq, merge_recall_history, start_run
+from ..schema import contradiction_flags, memories, memory_vectors
 from ..schema import consolidation_runs as runs
-from .classify import DUPLICATE_AT, RELATED_AT, classify
+from .pairs import DUPLICATE_AT, RELATED_AT, classify
 from .embed import from_blobs
 from .vectors import EmbeddingModel, require_model
 
@@ -124,18 +126,8 @@ def candidate_pairs(
     return pairs, len(new)
 
 
-def _texts(conn: Connection, ids: set[str]) -> dict[str, dict[str, Any]]:
-    found: dict[str, dict[str, Any]] = {}
-    id_list = sorted(ids)
-    for start in range(0, len(id_list), CHUNK):
-        chunk = id_list[start : start + CHUNK]
-        found.update((row["id"], dict(row)) for row in conn.execute(select(memories).where(memories.c.id.in_(chunk))).mappings())
-    return found
-
-
-def _stage1_rank(row: dict[str, Any]) -> tuple:
-    """Sort key of the Stage 1 rule: pinned first, then newest, then more important, then smallest id."""
-    return (not row["pinned"], -row["timestamp"], -row["importance"], row["id"])
+def _live_rows(conn: Connection, ids: set[str]) -> dict[str, dict[str, Any]]:
+    return {row.id: dict(row._mapping) for row in rows_in(conn, select(memories), memories.c.id, sorted(ids))}
 
 
 def _classified(
@@ -153,7 +145,7 @@ def _classified(
     pairs, compared = candidate_pairs(conn, model, namespace, since, related_at)
     report.compared += compared
     report.pairs += len(pairs)
-    rows = _texts(conn, {p.a for p in pairs} | {p.b for p in pairs})
+    rows = _live_rows(conn, {p.a for p in pairs} | {p.b for p in pairs})
     for pair in pairs:
         verdict = classify(rows[pair.a]["text"], rows[pair.b]["text"], pair.similarity, duplicate_at=duplicate_at, related_at=related_at)
         yield pair, verdict.kind, verdict.reason, rows[pair.a], rows[pair.b]
@@ -175,8 +167,8 @@ def _begin(
     params = {"model": model.name, "duplicate_at": duplicate_at, "related_at": related_at,
               "seq_through": max_seq(conn), "vectors_through": _vectors_through(conn, model)}  # fmt: skip
     report = SemanticReport(kind, None, namespace, None, dry_run, params=params, started_at=now)
-    counts = _live_counts(conn, namespace, incremental=False)
-    return report, _start_run(conn, report, counts, stage1=False), counts, model
+    counts = live_counts(conn, namespace, incremental=False)
+    return report, start_run(conn, report, counts, stage1=False), counts, model
 
 
 def semantic_in_transaction(
@@ -202,7 +194,7 @@ def semantic_in_transaction(
         for pair, kind, _, row_a, row_b in _classified(conn, report, run_id, model, each, duplicate_at, related_at):
             if kind != "duplicate" or pair.a in lost or pair.b in lost:
                 continue
-            winner, loser = sorted((row_a, row_b), key=_stage1_rank)
+            winner, loser = sorted((row_a, row_b), key=stage1_order)
             if loser["pinned"]:
                 continue  # pinned memories are never archived
             if loser["id"] in won:
@@ -214,18 +206,12 @@ def semantic_in_transaction(
             lost.add(loser["id"])
             won.add(winner["id"])
         for loser_id, winner_id, similarity in losers:
-            leaving = select(memories).where(memories.c.id == loser_id).subquery("leaving")
-            copy_to_archive(conn, leaving, "semantic_duplicate", literal(winner_id), run_id, now, similarity=similarity)
+            archive_ids(conn, [loser_id], "semantic_duplicate", winner_id, run_id, now, similarity=similarity)
         merge_recall_history(conn, each, run_id, reason="semantic_duplicate")
-        _remove_archived(conn, each, run_id, "semantic_duplicate")
     if deferred:
-        report.params["deferred"] = sorted(deferred - {entry for entry in _archived_ids(conn, run_id)})
+        report.params["deferred"] = sorted(deferred - {entry.id for entry in archived_entries(conn, run_id)})
         conn.execute(update(runs).where(runs.c.id == run_id).values(params=report.params))
-    return _finish_run(conn, report, run_id, counts)
-
-
-def _archived_ids(conn: Connection, run_id: int) -> list[str]:
-    return list(conn.execute(select(memory_archive.c.id).where(memory_archive.c.run_id == run_id)).scalars())
+    return finish_run(conn, report, run_id, counts)
 
 
 def contradict_in_transaction(
@@ -259,4 +245,4 @@ def contradict_in_transaction(
                 )
             )  # fmt: skip
             report.flags.append(FlagEntry(older["id"], newer["id"], pair.similarity, reason, each))
-    return _finish_run(conn, report, run_id, counts)
+    return finish_run(conn, report, run_id, counts)

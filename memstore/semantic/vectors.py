@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Integer, Text, cast, delete, func, insert, select, update
 
+from ..db import rows_in
 from ..errors import MemstoreError
 from ..schema import memories, memory_vectors, memstore_settings
 from .embed import from_blobs
@@ -33,8 +34,6 @@ DIM_SETTING = "embedding_dim"
 # Bumped by every write of vectors, so a process holding them in memory knows, from one row, whether
 # to look for new ones.
 VERSION_SETTING = "vectors_version"
-# Rows read per round trip when loading vectors.
-LOAD_BATCH = 5_000
 # Candidates checked for liveness in a first round, as a multiple of k (a round with too few live
 # ones among them looks four times deeper).
 CANDIDATES_PER_RESULT = 2
@@ -214,12 +213,7 @@ class VectorIndex:
 
 def _live_in(conn: Connection, ids: Iterable[str], namespace: str) -> set[str]:
     """Which of `ids` are live memories of `namespace`."""
-    ids = list(ids)
-    found: set[str] = set()
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        # Namespace compared here, not in SQL: with it SQLite may walk the namespace's whole index
-        # instead of looking the few ids up.
-        rows = conn.execute(select(memories.c.id, memories.c.namespace).where(memories.c.id.in_(chunk)))
-        found.update(memory_id for memory_id, of in rows if of == namespace)
-    return found
+    # Namespace compared here, not in SQL: with it SQLite may walk the namespace's whole index
+    # instead of looking the few ids up.
+    rows = rows_in(conn, select(memories.c.id, memories.c.namespace), memories.c.id, list(ids))
+    return {memory_id for memory_id, of in rows if of == namespace}

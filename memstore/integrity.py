@@ -1,4 +1,4 @@
-"""`memstore check`: is the store whole, and does it still follow memstore's own rules?
+"""The integrity check (`memstore check`): is the store whole, and does it follow memstore's own rules?
 
 Finds what hand edits, crashes or an old tool can leave behind: a failed integrity check, rows whose
 stored `norm_key` is not `normalize_key(text)` (say, text edited in the sqlite3 shell), ids live and
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, bindparam, select, update
 
-from .consolidate import live_counts_by_namespace, recount_live
 from .db import read_transaction, write_transaction
 from .files import PRIVATE_FILE_MODE, shared_with_others
+from .live_counts import live_counts_by_namespace, recount_live
 from .migrate import SCHEMA_HEAD, current_revision, index_drift
 from .schema import FTS_TABLE, LIVE_COUNTS_TABLE, LIVE_COUNTS_TRIGGERS, SEQ_GUARD_TRIGGER, memories, memory_archive
 from .normalize import normalize_key
@@ -40,6 +40,9 @@ class CheckReport:
     @property
     def ok(self) -> bool:
         return all(finding.fixed for finding in self.findings)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"ok": self.ok, "checks": self.checks_run, "findings": [finding.__dict__ for finding in self.findings]}
 
 
 def _stale_keys(conn: Connection) -> list[tuple[str, str, str]]:

@@ -11,8 +11,8 @@ texts decide. In order:
      ``1,000``, ``3.11``, ``v2.1``, ``4th``), times (``3pm`` = ``3 p.m.`` = ``15:00`` = ``3``;
      ``9:30`` matches ``9:30am``) and written numbers (``two`` = ``2``). A number on one side only
      is extra detail, not a change ("deploy v2.1 at 3pm" / "the deploy is at 3pm").
-   * **a negation on one side only**: not, no, never, none, nothing, nobody, neither, nor, cannot,
-     and every ``n't`` (doesn't, isn't, can't, ...).
+   * **a negation on one side only** (the words of `memstore.words`): not, no, never, false, none,
+     nothing, nobody, neither, nor, cannot, and every ``n't`` (doesn't, isn't, can't, ...).
    * **a swapped word or name**: the same sentence (articles and dating adverbs like "now" left
      out, words lightly stemmed) but for one span of one or two words on each side, holding a
      content word ("lives in Lisbon" / "now lives in Porto", "dark mode" / "light mode"). A sentence
@@ -36,6 +36,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+
+from ..words import FUNCTION_WORDS, is_negation, negation_count, written_words
 
 # A pair at or above this cosine with no contradiction signal is the same fact said twice. Chosen
 # by `scripts/semantic_eval.py --tune`: the lowest value merging no contradicting or related pair of
@@ -129,7 +131,7 @@ def numbers(text: str) -> list[Number]:
         else:
             for part in re.split(r":", digits):  # "1:1" is two ones, not a time
                 found.append(Number(_canonical(part)))
-    for word in _words(text):
+    for word in written_words(text):
         if word in WORD_NUMBERS:
             value = WORD_NUMBERS[word]
             found.append(Number(str(value), *((value, 0) if word in ("noon", "midnight") else (None, None))))
@@ -144,33 +146,12 @@ def differing_numbers(text_a: str, text_b: str) -> tuple[list[Number], list[Numb
 
 # -- words ---------------------------------------------------------------------------------------
 
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
-NEGATIONS = frozenset({"not", "no", "never", "none", "nothing", "nobody", "neither", "nor", "cannot"})
-# Apostrophe-less spellings people type.
-_NEGATED_CONTRACTIONS = frozenset(
-    "dont doesnt didnt isnt arent wasnt werent wont cant couldnt shouldnt wouldnt hasnt havent hadnt mustnt".split()
-)
-STOP_WORDS = frozenset(
-    """a an the and or but if then than so as of at by for from in into on onto to with within about
-    over under up down out off via per is are was were be been being am do does did done has have had
-    having will would shall should can could may might must it its it's this that these those there
-    here which who whom whose what when where how why i me my we us our you your he him his she her
-    they them their theirs also just only very really too any all each every some such other own same
-    now still already again always usually often later soon yet ever""".split()
-)  # fmt: skip
-
-
-def _words(text: str) -> list[str]:
-    return [word.replace("’", "'") for word in _WORD.findall(text.lower())]
-
-
-def is_negation(word: str) -> bool:
-    return word in NEGATIONS or word.endswith("n't") or word in _NEGATED_CONTRACTIONS
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")  # for names, written as they were
 
 
 def negated(text: str) -> bool:
     """Does `text` say no? An odd number of negations does ("not never" is rare enough to ignore)."""
-    return sum(is_negation(word) for word in _words(text)) % 2 == 1
+    return negation_count(text) % 2 == 1
 
 
 def _stem(word: str) -> str:
@@ -193,13 +174,13 @@ FILLER_WORDS = frozenset(
 
 def _aligned_words(text: str) -> tuple[list[str], list[str]]:
     """The words two sentences are aligned on (stemmed), and the same words as written."""
-    written = [word for word in _words(text) if word not in FILLER_WORDS]
+    written = [word for word in written_words(text) if word not in FILLER_WORDS]
     return [_stem(word) for word in written], written
 
 
 def _is_content(word: str) -> bool:
     return not (
-        word in STOP_WORDS or is_negation(word) or word in WORD_NUMBERS or any(ch.isdigit() for ch in word)
+        word in FUNCTION_WORDS or is_negation(word) or word in WORD_NUMBERS or any(ch.isdigit() for ch in word)
     )
 
 

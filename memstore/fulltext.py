@@ -1,4 +1,4 @@
-"""Recall: full-text search over the live set, ranked by relevance, ties broken by id.
+"""Full-text recall: search over the live set, ranked by relevance, ties broken by id.
 
 SQLite uses the FTS5 index `memories_fts` (kept in step with `memories` by triggers), PostgreSQL a GIN
 index on `to_tsvector('simple', text)`. A query is split into words; a memory matches when it
@@ -8,27 +8,13 @@ contains any of them, except that common words drop out when the query has a rar
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Float, Integer, bindparam, column, select, text, update
+from sqlalchemy import Connection, Float, Integer, bindparam, column, text, update
 
-from .hygiene import tokens
 from .schema import FTS_TABLE, memories
-from .schema import memory_archive as archive
-
-
-@dataclass
-class CheckResult:
-    """One recall check: did `expect_id` (or what superseded it) come back in the top k?"""
-
-    query: str
-    expect_id: str
-    namespace: str
-    resolved_id: str | None  # expect_id, or the live memory that superseded it; None if gone
-    top_ids: list[str]
-    passed: bool
+from .words import tokens
 
 
 # One statement per backend, same contract: memories containing any of the words, best first, ties
@@ -177,28 +163,3 @@ def touch(conn: Connection, ids: list[str], now: int) -> None:
             .where(memories.c.id.in_(ids))
             .values(recall_count=memories.c.recall_count + 1, last_recalled_at=now)
         )
-
-
-def resolve_live_id(conn: Connection, memory_id: str) -> str | None:
-    """The live memory that now stands for `memory_id`: itself, or its survivor via superseded_by."""
-    seen = set()
-    current: str | None = memory_id
-    while current is not None and current not in seen:
-        if conn.execute(select(memories.c.id).where(memories.c.id == current)).first():
-            return current
-        seen.add(current)
-        current = conn.execute(select(archive.c.superseded_by).where(archive.c.id == current)).scalar_one_or_none()
-    return None
-
-
-def run_checks(conn: Connection, checks: Sequence[Mapping[str, str]], k: int) -> list[CheckResult]:
-    """Evaluate recall checks against the state `conn` sees (inside a job: the would-be state)."""
-    results = []
-    for check in checks:
-        namespace = check.get("namespace", "default")
-        top_ids = [row["id"] for row in recall_rows(conn, check["query"], k, namespace)]
-        resolved = resolve_live_id(conn, check["expect_id"])
-        results.append(
-            CheckResult(check["query"], check["expect_id"], namespace, resolved, top_ids, resolved in top_ids)
-        )
-    return results

@@ -1,22 +1,14 @@
-"""`memstore mcp`: the store as an MCP server, on the official SDK (mcp 2.x, `MCPServer`).
+"""The MCP tools: one server for one open store and one namespace, on the official SDK (mcp 2.x).
 
-One server serves one store and one namespace: no tool takes a namespace, so an agent cannot read
-or write another one. Each tool is one `MemoryStore` call; no SQL here. A memstore error becomes the
-SDK's `ToolError`, so the model reads memstore's one-line message and the server keeps serving.
-
-This module needs the `mcp` extra (`pip install 'memstore[mcp]'`); `import memstore` never loads it.
+No tool takes a namespace, so an agent cannot read or write another one. Each tool is one
+`MemoryStore` call; no SQL here. A memstore error becomes the SDK's `ToolError`, so the model reads
+memstore's one-line message and the server keeps serving.
 
 >>> server = create_server(MemoryStore(tmp_path / "agent.db"), "assistant")    # doctest: +SKIP
->>> serve(tmp_path / "agent.db", namespace="assistant")                        # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import copy
-import hmac
-import ipaddress
-import logging
-import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -31,18 +23,15 @@ from sqlalchemy.exc import SQLAlchemyError
 # pydantic (which turns these into the tools' output schemas) wants this TypedDict before Python 3.12.
 from typing_extensions import TypedDict
 
-from .errors import MemstoreError
-from .records import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
-from .store import MemoryStore
-
-logger = logging.getLogger(__name__)
+from ..db import database_error
+from ..defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, RECALL_K
+from ..errors import MemstoreError
+from ..store import MemoryStore
 
 # The report tool lists at most this many entries of each finding; its counts cover them all.
 REPORT_TOP = 10
 # recall's k, bounded so one answer stays small enough for a model's context.
 RECALL_MAX_K = 50
-# Where the streamable HTTP transport answers (the SDK's default path).
-HTTP_PATH = "/mcp"
 
 INSTRUCTIONS = (
     "Long-term memory that persists across conversations (memstore, namespace {namespace!r}). "
@@ -153,8 +142,7 @@ def tool_errors(location: str) -> Iterator[None]:
     except MemstoreError as exc:
         raise ToolError(str(exc)) from None
     except SQLAlchemyError as exc:
-        detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        raise ToolError(f"database error at {location}: {detail}") from None
+        raise ToolError(database_error(exc, location)) from None
 
 
 def _memstore_version() -> str:
@@ -199,7 +187,7 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
     @server.tool(annotations=ToolAnnotations(title="Recall memories", destructive_hint=False))
     def recall(
         query: Annotated[str, Field(description="Words to search for, e.g. 'preferred editor theme'.")],
-        k: Annotated[int, Field(ge=1, le=RECALL_MAX_K, description="How many memories to return at most.")] = 5,
+        k: Annotated[int, Field(ge=1, le=RECALL_MAX_K, description="How many memories to return at most.")] = RECALL_K,
     ) -> list[RecallHit]:
         """Search long-term memory for the memories that best match a query.
 
@@ -318,101 +306,4 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
     return server
 
 
-# -- serving --------------------------------------------------------------------------------------
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """'HOST:PORT' (IPv6 as '[::1]:PORT') -> (host, port)."""
-    host, colon, port = address.rpartition(":")
-    host = host.removeprefix("[").removesuffix("]")
-    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise MemstoreError(f"not a HOST:PORT address: {address!r}")
-    return host, int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a host name: it may resolve to anything
-        return False
-
-
-class BearerTokenGate:
-    """ASGI middleware: a request without `Authorization: Bearer <token>` gets 401 and reaches nothing."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self._token = token.encode()
-
-    def _authorized(self, headers: list[tuple[bytes, bytes]]) -> bool:
-        value = next((v for name, v in headers if name.lower() == b"authorization"), b"")
-        scheme, _, credential = value.partition(b" ")
-        # compare_digest: the time taken does not tell how much of a guess was right.
-        return hmac.compare_digest(credential.strip(), self._token) and scheme.lower() == b"bearer"
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and not self._authorized(scope["headers"]):
-            await send({
-                "type": "http.response.start", "status": 401,
-                "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="memstore"')],
-            })  # fmt: skip
-            await send({"type": "http.response.body", "body": b'{"error": "missing or wrong bearer token"}'})
-            return
-        if scope["type"] == "websocket" and not self._authorized(scope["headers"]):
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        await self.app(scope, receive, send)
-
-
-def _uvicorn_log_config() -> dict[str, Any]:
-    """uvicorn's own logging, with its access log on stderr too (its default is stdout)."""
-    from uvicorn.config import LOGGING_CONFIG
-
-    config = copy.deepcopy(LOGGING_CONFIG)
-    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
-    return config
-
-
-def serve(
-    location: str | os.PathLike[str],
-    *,
-    namespace: str = DEFAULT_NAMESPACE,
-    http: str | None = None,
-    token: str | None = None,
-) -> None:
-    """Serve the store at `location` over stdio, or over streamable HTTP at `http` ('HOST:PORT').
-
-    Binding a non-loopback address needs a `token`; with a token, every HTTP request must carry
-    `Authorization: Bearer <token>`. Opens one MemoryStore for the server's lifetime (several
-    servers on one SQLite store are safe: WAL and a busy timeout). Logs go to stderr only: on stdio,
-    stdout is the protocol.
-    """
-    token = token or None
-    address = None if http is None else parse_address(http)
-    if address is not None and token is None and not is_loopback(address[0]):
-        raise MemstoreError(
-            f"refusing to serve {address[0]} without a token: give --token or MEMSTORE_MCP_TOKEN, or bind 127.0.0.1"
-        )
-    with MemoryStore(location) as store:
-        server = create_server(store, namespace)
-        if address is None:
-            logger.info("memstore mcp: namespace %r of %s on stdio", namespace, store.url)
-            server.run("stdio")
-            return
-        import uvicorn
-
-        host, port = address
-        # The SDK turns on DNS-rebinding protection (Host and Origin checks) for a loopback host.
-        app = server.streamable_http_app(host=host, streamable_http_path=HTTP_PATH)
-        if token is not None:
-            app = BearerTokenGate(app, token)
-        logger.info(
-            "memstore mcp: namespace %r of %s at http://%s:%d%s%s", namespace, store.url,
-            f"[{host}]" if ":" in host else host, port, HTTP_PATH, " (bearer token required)" if token else "",
-        )  # fmt: skip
-        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=_uvicorn_log_config())).run()
-
-
-__all__ = ["BearerTokenGate", "create_server", "is_loopback", "parse_address", "serve", "tool_errors"]
+__all__ = ["create_server", "tool_errors"]

@@ -1,0 +1,157 @@
+"""The jobs and the checks around them: consolidate, prune, maintain, report, verify."""
+
+from __future__ import annotations
+
+import click
+
+from ..defaults import CHECK_K, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, STALE_THRESHOLD
+from .app import cli, open_store
+from .options import checks_options, chosen_namespace, json_option, list_kept_option, namespace_options, parse_now, read_checks_file
+from .render import checks_document, print_checks, print_inventory, print_json, print_maintain, print_run
+
+
+@cli.command()
+@click.option("--capacity", "-c", type=click.IntRange(min=0), required=True, help="Unpinned memories to keep per namespace.")
+@namespace_options
+@click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
+@click.option("--full", is_flag=True, help="Deduplicate every key, not only those written since the last run.")
+@checks_options
+@list_kept_option
+@json_option
+@click.pass_context
+def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks, k, list_kept, as_json) -> None:
+    """Deduplicate, then evict to a capacity.
+
+    Stage 1 keeps the newest memory of each normalised key; Stage 2 keeps the CAPACITY
+    highest-ranked unpinned memories per namespace. Losers are archived, never deleted,
+    and `memstore restore --run N` undoes the run. With --checks, the run is applied only if
+    every recall check still passes against its result. The report names what was archived
+    and counts what was kept; --list-kept also names every kept id.
+
+    \b
+    Example:
+        memstore consolidate --capacity 500 --dry-run
+        memstore consolidate --capacity 500 --all-namespaces
+    """
+    namespace = chosen_namespace(namespace, all_namespaces)
+    check_list = read_checks_file(checks)
+    report = open_store(ctx).consolidate(
+        capacity, namespace, dry_run=dry_run, full=full, list_kept=list_kept, checks=check_list, k=k
+    )
+    if as_json:
+        return print_json(report.to_dict())
+    print_run(ctx, report)
+
+
+@cli.command()
+@namespace_options
+@click.option("--stale-threshold", type=click.FloatRange(0, 1), default=STALE_THRESHOLD, show_default=True)
+@click.option("--min-age-days", type=click.IntRange(min=0), default=MIN_AGE_DAYS, show_default=True)
+@click.option("--now", default=None, metavar="DATE", help="Reference date (ISO) for staleness; default: now.")
+@click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
+@checks_options
+@list_kept_option
+@json_option
+@click.pass_context
+def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dry_run, checks, k, list_kept, as_json) -> None:
+    """Archive exact duplicates and stale memories.
+
+    Exact duplicates go by the consolidation rule (the newest copy survives); memories
+    whose staleness and days idle reach both thresholds are archived as stale. Pinned
+    memories, near-duplicates and contradictions are never archived. One run; undo it
+    with `memstore restore --run N`.
+
+    \b
+    Example:
+        memstore prune --now 2026-10-12 --checks checks.json
+    """
+    namespace = chosen_namespace(namespace, all_namespaces)
+    check_list = read_checks_file(checks)
+    result = open_store(ctx).prune(
+        namespace, now=parse_now(now), stale_threshold=stale_threshold, min_age_days=min_age_days,
+        dry_run=dry_run, list_kept=list_kept, checks=check_list, k=k,
+    )  # fmt: skip
+    if as_json:
+        return print_json(result.to_dict())
+    print_run(ctx, result)
+
+
+@cli.command()
+@click.option("--phases", default=None, metavar="A,B", help="Only these phases (of check, dedup, semantic, contradict, stale, evict, verify).")
+@namespace_options
+@click.option("--capacity", "-c", type=click.IntRange(min=0), default=None, help="Unpinned memories to keep per namespace (evict; skipped without it).")
+@click.option("--dry-run", is_flag=True, help="Show what every phase would do; write nothing.")
+@click.option("--duplicate-at", type=click.FloatRange(0, 1), default=None, help="Cosine at which a pair may be one fact (default: the classifier's, see docs/semantic.md).")
+@click.option("--related-at", type=click.FloatRange(0, 1), default=None, help="Cosine below which pairs are not compared (default: the classifier's).")
+@click.option("--stale-threshold", type=click.FloatRange(0, 1), default=STALE_THRESHOLD, show_default=True)
+@click.option("--min-age-days", type=click.IntRange(min=0), default=MIN_AGE_DAYS, show_default=True)
+@checks_options
+@json_option
+@click.pass_context
+def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicate_at, related_at, stale_threshold,
+             min_age_days, checks, k, as_json) -> None:  # fmt: skip
+    """Run the maintenance phases: check, dedup, semantic, contradict, stale, evict, verify.
+
+    In that order, each one transaction and one run (`memstore restore --run N` undoes it).
+    A failed phase is reported and the others run, except those needing its result, which
+    are skipped; exit 1 if any failed. semantic and contradict need embeddings (they embed
+    what is pending first); evict needs --capacity; verify runs --checks if given.
+
+    \b
+    Example:
+        memstore maintain --dry-run --capacity 5000
+        memstore maintain --capacity 5000 --checks checks.json --json
+    """
+    namespace = chosen_namespace(namespace, all_namespaces)
+    report = open_store(ctx).maintain(
+        None if phases is None else [name.strip() for name in phases.split(",") if name.strip()],
+        namespace=namespace, capacity=capacity, checks=read_checks_file(checks), k=k, dry_run=dry_run,
+        duplicate_at=duplicate_at, related_at=related_at, stale_threshold=stale_threshold, min_age_days=min_age_days,
+    )  # fmt: skip
+    print_json(report.to_dict()) if as_json else print_maintain(report)
+    if not report.ok:
+        ctx.exit(1)
+
+
+@cli.command()
+@namespace_options
+@click.option("--now", default=None, metavar="DATE", help="Reference date (ISO) for ages and staleness; default: now.")
+@click.option("--near-threshold", type=click.FloatRange(0.5, 1.0), default=NEAR_DUPLICATE_THRESHOLD, show_default=True, help="Jaccard similarity for near-duplicates.")
+@json_option
+@click.pass_context
+def report(ctx, namespace, all_namespaces, now, near_threshold, as_json) -> None:
+    """Inventory: duplicates, near-duplicates, contradictions, staleness.
+
+    Near-duplicates and contradictions are flagged for a person to decide; nothing is
+    changed.
+
+    \b
+    Example:
+        memstore report --now 2026-10-12 --json
+    """
+    namespace = chosen_namespace(namespace, all_namespaces)
+    result = open_store(ctx).report(namespace, now=parse_now(now), near_threshold=near_threshold)
+    print_json(result) if as_json else print_inventory(result)
+
+
+@cli.command()
+@click.argument("checks", type=click.File("rb"))
+@click.option("-k", "k", type=click.IntRange(min=1), default=CHECK_K, show_default=True, help="Recall depth.")
+@json_option
+@click.pass_context
+def verify(ctx, checks, k, as_json) -> None:
+    """Check that recall still finds what it must.
+
+    CHECKS is a JSON list of {"query", "expect_id"} (optionally "namespace"). A check
+    passes when expect_id, or the memory that superseded it, is in the top k. Exit 0 when
+    every check passes, 1 otherwise. Recall counts are not touched.
+
+    \b
+    Example:
+        memstore verify checks.json -k 3
+    """
+    check_list = read_checks_file(checks)
+    results = open_store(ctx).verify(check_list, k)
+    print_json(checks_document(results)) if as_json else print_checks(results, k)
+    if not all(r.passed for r in results):
+        ctx.exit(1)

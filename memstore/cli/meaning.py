@@ -1,0 +1,149 @@
+"""Meaning: recall, embeddings, and the contradiction flags a person resolves."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..defaults import DEFAULT_NAMESPACE, RECALL_K, RECALL_MODES
+from .app import cli, open_store
+from .options import chosen_namespace, json_option, namespace_options
+from .render import print_flags, print_json, print_recalled
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(min=1), default=RECALL_K, show_default=True, help="How many memories.")
+@click.option("--namespace", "-n", default=DEFAULT_NAMESPACE, show_default=True)
+@click.option("--no-touch", is_flag=True, help="Do not count this as a recall.")
+@click.option("--mode", type=click.Choice(RECALL_MODES), default=None,
+              help="Full-text, vectors, or both fused (default: hybrid when the store has vectors, else lexical).")
+@json_option
+@click.pass_context
+def recall(ctx, query, k, namespace, no_touch, mode, as_json) -> None:
+    """Find the memories that best match QUERY.
+
+    Full-text search over the live set, and with embeddings (memstore embeddings) search
+    by meaning, the two rankings fused; best match first (ties by id). Each memory
+    returned gets recall_count + 1 and last_recalled_at = now, unless --no-touch.
+
+    \b
+    Example:
+        memstore recall "office wifi guests" -k 3
+    """
+    rows = open_store(ctx).recall(query, k, namespace, touch=not no_touch, mode=mode)
+    print_json(rows) if as_json else print_recalled(rows)
+
+
+@cli.group()
+def embeddings() -> None:
+    """Embeddings for recall by meaning (needs the semantic extra).
+
+    \b
+    Example:
+        memstore embeddings enable --model /path/to/minilm
+        memstore embeddings sync
+    """
+
+
+@embeddings.command("enable")
+@click.option("--model", default=None, metavar="NAME|DIR",
+              help="A fastembed model name (default: sentence-transformers/all-MiniLM-L6-v2) or a local model directory.")
+@json_option
+@click.pass_context
+def embeddings_enable(ctx, model, as_json) -> None:
+    """Record the store's embedding model.
+
+    NAME is downloaded and cached by fastembed once, when online; DIR is a local directory
+    with model.onnx and its tokenizer files (scripts/offline-model DIR assembles one). A new
+    model makes every memory pending: `memstore embeddings sync` embeds them again.
+
+    \b
+    Example:
+        memstore embeddings enable --model ~/models/minilm
+    """
+    chosen = open_store(ctx, create=True).enable_embeddings(model)
+    if as_json:
+        return print_json(chosen)
+    click.echo(f"embeddings enabled: {chosen['model']} ({chosen['dim']} dimensions, from {chosen['source']})")
+
+
+@embeddings.command("sync")
+@json_option
+@click.pass_context
+def embeddings_sync(ctx, as_json) -> None:
+    """Embed the live memories that have no vector from the store's model.
+
+    Incremental: only memories written since the last sync are embedded (every one after a
+    model change; archived and restored memories keep their vectors). A progress bar shows
+    on a terminal.
+
+    \b
+    Example:
+        memstore embeddings sync
+    """
+    store = open_store(ctx)
+    if sys.stderr.isatty() and not as_json:
+        with click.progressbar(length=max((store.embedding_status() or {}).get("pending", 0), 1), label="embedding", file=sys.stderr) as bar:
+            result = store.sync_embeddings(progress=lambda done, total: bar.update(done - bar.pos))
+    else:
+        result = store.sync_embeddings()
+    if as_json:
+        return print_json(result)
+    click.echo(f"embedded {result['embedded']} memories with {result['model']}")
+
+
+@embeddings.command("status")
+@json_option
+@click.pass_context
+def embeddings_status(ctx, as_json) -> None:
+    """Show the store's embedding model and how many memories wait for a vector.
+
+    \b
+    Example:
+        memstore embeddings status
+    """
+    status = open_store(ctx).embedding_status()
+    if as_json:
+        return print_json(status)
+    if status is None:
+        click.echo("embeddings are not enabled (memstore embeddings enable)")
+    else:
+        click.echo(f"model {status['model']} ({status['dim']} dimensions, from {status['source']}); {status['pending']} memories pending")
+
+
+@cli.group(invoke_without_command=True)
+@namespace_options
+@json_option
+@click.pass_context
+def flags(ctx, namespace, all_namespaces, as_json) -> None:
+    """List the open contradiction flags; resolve one with `memstore supersede`.
+
+    Each flag is a pair the contradict phase found may contradict each other; the newer
+    side is marked as probably current. `memstore supersede OLD --by NEW` resolves it,
+    `memstore flags dismiss N` says the pair is fine.
+
+    \b
+    Example:
+        memstore flags
+        memstore flags dismiss 3
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    rows = open_store(ctx).flags(chosen_namespace(namespace, all_namespaces))
+    print_json(rows) if as_json else print_flags(rows)
+
+
+@flags.command("dismiss")
+@click.argument("flag_id", metavar="N", type=int)
+@click.pass_context
+def flags_dismiss(ctx, flag_id) -> None:
+    """Dismiss flag N: the pair does not contradict itself; it is not flagged again.
+
+    \b
+    Example:
+        memstore flags dismiss 3
+    """
+    open_store(ctx).dismiss_flag(flag_id)
+    click.echo(f"flag {flag_id} dismissed")

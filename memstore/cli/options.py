@@ -1,0 +1,63 @@
+"""Options and arguments several commands share, so `--json`, `--namespace` or `--checks` mean the
+same everywhere; and the parsing of option values."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..defaults import CHECK_K, DEFAULT_NAMESPACE
+from ..io import iso_to_ms, read_checks
+
+
+def checks_options(fn: Callable) -> Callable:
+    fn = click.option("-k", "k", type=click.IntRange(min=1), default=CHECK_K, show_default=True, help="Recall depth for --checks.")(fn)
+    return click.option(
+        "--checks", type=click.File("rb"), default=None,
+        help="Recall checks (JSON list of {query, expect_id}); apply only if all pass.",
+    )(fn)  # fmt: skip
+
+
+def read_checks_file(file) -> list[dict[str, str]] | None:
+    return None if file is None else read_checks(file, getattr(file, "name", "<stdin>"))
+
+
+def parse_now(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return iso_to_ms(value)
+    except ValueError:
+        raise click.BadParameter(f"not an ISO date: {value!r}", param_hint="--now") from None
+
+
+def list_kept_option(fn: Callable) -> Callable:
+    return click.option(
+        "--list-kept", is_flag=True,
+        help='Also list every kept id (JSON: "kept_ids"); this reads the whole live set.',
+    )(fn)  # fmt: skip
+
+
+def parse_meta(meta: str | None) -> Any:
+    try:
+        return None if meta is None else json.loads(meta)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--meta") from None
+
+
+def json_option(fn: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document (one line).")(fn)
+
+
+def namespace_options(fn: Callable) -> Callable:
+    fn = click.option("--all-namespaces", is_flag=True, help="Every namespace.")(fn)
+    return click.option("--namespace", "-n", default=None, help=f"Namespace (default: {DEFAULT_NAMESPACE!r}).")(fn)
+
+
+def chosen_namespace(namespace: str | None, all_namespaces: bool) -> str | None:
+    if namespace is not None and all_namespaces:
+        raise click.UsageError("give --namespace or --all-namespaces, not both")
+    return None if all_namespaces else (namespace or DEFAULT_NAMESPACE)

@@ -1,0 +1,173 @@
+"""How results look on a terminal: tables, a memory's fields, a run's summary. `--json` prints the
+API's own dictionaries instead, one document on one line."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import click
+
+
+def print_json(document: Any) -> None:
+    # One line per document, so output appended to a log stays JSON Lines.
+    click.echo(json.dumps(document, ensure_ascii=False))
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[("" if v is None else str(v)).replace("\n", " ") for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    for line in (headers, ["-" * w for w in widths], *cells):
+        click.echo("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip())
+
+
+def iso(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def print_row(row: dict[str, Any]) -> None:
+    """One memory as `field  value` lines, times also in UTC."""
+    row = dict(row, pinned="yes" if row["pinned"] else "no")
+    for field in ("timestamp", "created_at", "updated_at", "last_recalled_at", "archived_at"):
+        if row.get(field) is not None:
+            row[field] = f"{row[field]} ({iso(row[field])} UTC)"
+    width = max(len(k) for k in row)
+    for key, value in row.items():
+        click.echo(f"{key.ljust(width)}  {'' if value is None else value}")
+
+
+def print_run(ctx: click.Context, report) -> None:
+    """The human summary of a consolidate or prune run."""
+    kept = f"{report.kept_count} ({report.pinned_kept} pinned)"
+    if report.kind == "prune":
+        archived = f"{report.duplicates} duplicates and {report.stale} stale"
+    else:
+        archived = f"{report.duplicates} duplicates and {report.evicted} evicted"
+    if report.dry_run:
+        click.echo(f"dry run, nothing written: {report.live_before} live; would keep {kept}, archive {archived}")
+    else:
+        click.echo(f"run {report.run_id}: {report.live_before} live before; kept {kept}, archived {archived}")
+    if report.archived:
+        print_table(["archived", "namespace", "reason", "superseded_by"],
+                    [[a.id, a.namespace, a.reason, a.superseded_by] for a in report.archived])  # fmt: skip
+    if report.kept_ids is not None:
+        click.echo(f"kept: {' '.join(report.kept_ids)}")
+    for check in report.checks:
+        click.echo(f"check {'pass' if check.passed else 'FAIL'}: {check.query!r} expects {check.expect_id}")
+    if not report.dry_run and report.archived:
+        print_undo(ctx, report.run_id)
+
+
+def print_undo(ctx: click.Context, run_id: int) -> None:
+    db_option = ""
+    if ctx.find_root().get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
+        db_option = f"--db {shlex.quote(ctx.find_root().params['db'])} "
+    click.echo(f"undo with: memstore {db_option}restore --run {run_id}")
+
+
+def print_maintain(report) -> None:
+    """Each phase of a maintain run on a line, then what it archived and flagged."""
+    if report.dry_run:
+        click.echo("dry run, nothing written:")
+    for phase in report.phases:
+        run = f"run {phase.run_id}" if phase.run_id is not None else ""
+        detail = phase.error or ", ".join(f"{key} {value}" for key, value in phase.counts.items())
+        click.echo(f"{phase.name:<10}  {phase.status:<7}  {run:<8}  {detail}".rstrip())
+        for entry in phase.archived:
+            similarity = "" if entry["similarity"] is None else f" (cosine {entry['similarity']:.3f})"
+            by = f" -> {entry['superseded_by']}" if entry["superseded_by"] else ""
+            click.echo(f"    archived {entry['id']} as {entry['reason']}{by}{similarity}")
+        for flag in phase.flags:
+            click.echo(f"    flagged {flag['a']} vs {flag['b']} (newer) cosine {flag['similarity']:.3f}: {flag['reason']}")
+
+
+def print_inventory(result: dict[str, Any]) -> None:
+    """The hygiene report: counts, then each finding (the stalest ten)."""
+    click.echo(
+        f"{result['total_records']} memories, {result['total_text_chars']} characters; "
+        f"{result['pinned']} pinned, {result['never_recalled']} never recalled"
+    )
+    click.echo(f"days idle: oldest {result['oldest_age_days']}, median {result['median_age_days']}")
+    click.echo(f"exact duplicate groups: {len(result['exact_duplicate_groups'])}")
+    for group in result["exact_duplicate_groups"]:
+        click.echo(f"  {', '.join(group)}")
+    click.echo(f"near-duplicate pairs (Jaccard >= {result['near_duplicate_threshold']}): {len(result['near_duplicate_pairs'])}")
+    for pair in result["near_duplicate_pairs"]:
+        click.echo(f"  {pair['ids'][0]} ~ {pair['ids'][1]}  {pair['jaccard']}")
+    click.echo(f"possible contradictions (review by hand): {len(result['contradiction_flags'])}")
+    for flag in result["contradiction_flags"]:
+        click.echo(f"  {flag['ids'][0]} vs {flag['ids'][1]}  {flag['reason']} ({flag['jaccard']})")
+    click.echo(f"open contradiction flags (memstore flags): {len(result['open_flags'])}")
+    for flag in result["open_flags"]:
+        click.echo(f"  flag {flag['id']}: {flag['older_id']} vs {flag['newer_id']} (newer)  {flag['reason']}")
+    stalest = [s for s in result["staleness"] if s["staleness"] > 0][:10]
+    click.echo(f"stalest (of {len(result['staleness'])}):")
+    for entry in stalest:
+        pin = ", pinned" if entry["pinned"] else ""
+        click.echo(f"  {entry['id']}  {entry['staleness']}  ({entry['age_days']} days idle, {entry['recall_count']} recalls{pin})")
+
+
+def checks_document(results) -> dict[str, Any]:
+    return {"passed": sum(1 for r in results if r.passed), "total": len(results), "checks": [r.__dict__ for r in results]}
+
+
+def print_checks(results, k: int) -> None:
+    """Each recall check, pass or FAIL with the top k it saw, then the tally."""
+    for r in results:
+        via = f" (now {r.resolved_id})" if r.resolved_id not in (None, r.expect_id) else ""
+        click.echo(f"{'pass' if r.passed else 'FAIL'}  {r.query!r} expects {r.expect_id}{via}; top {k}: {', '.join(r.top_ids) or '-'}")
+    click.echo(f"{sum(1 for r in results if r.passed)}/{len(results)} checks passed")
+
+
+def print_recalled(rows: list[dict[str, Any]]) -> None:
+    print_table(
+        ["id", "importance", "recalls", "found by", "text"],
+        [[r["id"], r["importance"], r["recall_count"], "+".join(r["found_by"]), r["text"]] for r in rows],
+    )
+
+
+def print_flags(rows: list[dict[str, Any]]) -> None:
+    print_table(
+        ["flag", "older", "newer (probably current)", "cosine", "reason"],
+        [[r["id"], f"{r['older_id']}: {r['older_text']}", f"{r['newer_id']}: {r['newer_text']}", f"{r['similarity']:.3f}", r["reason"]] for r in rows],
+    )
+
+
+def print_memories(rows: list[dict[str, Any]], *, archived: bool) -> None:
+    if archived:
+        print_table(
+            ["id", "namespace", "reason", "superseded_by", "run", "text"],
+            [[r["id"], r["namespace"], r["reason"], r["superseded_by"], r["run_id"], r["text"]] for r in rows],
+        )
+    else:
+        print_table(
+            ["id", "namespace", "importance", "timestamp", "pinned", "text"],
+            [[r["id"], r["namespace"], r["importance"], r["timestamp"], "yes" if r["pinned"] else "", r["text"]] for r in rows],
+        )
+
+
+def print_runs(rows: list[dict[str, Any]]) -> None:
+    print_table(
+        ["run", "kind", "namespace", "capacity", "started (UTC)", "status", "before", "kept", "duplicates", "evicted", "stale"],
+        [[r["id"], r["kind"], r["namespace"] or "(all)", r["capacity"], iso(r["started_at"]), r["status"],
+          r["live_before"], r["kept"], r["duplicates"], r["evicted"], r["stale"]] for r in rows],
+    )  # fmt: skip
+
+
+def print_history(rows: list[dict[str, Any]]) -> None:
+    print_table(
+        ["id", "state", "reason", "superseded_by", "run", "written (UTC)", "text"],
+        [[r["id"], r["state"], r["reason"], r["superseded_by"], r["run_id"], iso(r["timestamp"]), r["text"]] for r in rows],
+    )
+
+
+def print_check(report) -> None:
+    """Each integrity finding (fixed or FOUND), then the verdict."""
+    for finding in report.findings:
+        click.echo(f"{'fixed' if finding.fixed else 'FOUND'}  {finding.check}: {finding.detail}")
+    click.echo(f"{'ok' if report.ok else 'problems found'}: {len(report.checks_run)} checks, {len(report.findings)} findings")

@@ -1,0 +1,250 @@
+"""The store itself: path, init, add, import, export, list, show, runs, restore, backup, check."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..db import database_url
+from ..defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
+from ..files import replaced_privately
+from ..io import write_jsonl
+from ..migrate import SCHEMA_HEAD
+from .app import cli, open_store
+from .options import chosen_namespace, json_option, namespace_options, parse_meta
+from .render import print_check, print_json, print_memories, print_row, print_runs
+
+
+@cli.command()
+@click.pass_context
+def path(ctx: click.Context) -> None:
+    """Print where the store lives.
+
+    A file path for SQLite, or the URL for a database server.
+
+    \b
+    Example:
+        sqlite3 "$(memstore path)" 'SELECT count(*) FROM memories'
+    """
+    location = ctx.obj["location"]
+    click.echo(location if "://" in location else database_url(location).removeprefix("sqlite:///"))
+
+
+@cli.command()
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create the store or upgrade its schema.
+
+    \b
+    Example:
+        memstore --db agent.db init
+    """
+    store = open_store(ctx, create=True)
+    click.echo(f"store ready at {store.url} (schema {SCHEMA_HEAD})")
+
+
+@cli.command()
+@click.argument("text")
+@click.option("--id", "memory_id", default=None, help="Id (default: a generated one).")
+@click.option("--namespace", "-n", default=DEFAULT_NAMESPACE, show_default=True)
+@click.option("--timestamp", type=int, default=None, help="Unix milliseconds (default: now).")
+@click.option("--importance", "-i", type=int, default=DEFAULT_IMPORTANCE, show_default=True, help="1 (low) .. 5 (high).")
+@click.option("--pinned", is_flag=True, help="Never archive this memory.")
+@click.option("--fact-key", default=None, help="Records sharing a fact key claim the same fact.")
+@click.option("--meta", default=None, help="A JSON object stored with the memory.")
+@json_option
+@click.pass_context
+def add(ctx, text, memory_id, namespace, timestamp, importance, pinned, fact_key, meta, as_json) -> None:
+    """Add one memory.
+
+    Adding the same record with the same id again changes nothing (an agent's retry);
+    a different record under a stored id is an error.
+
+    \b
+    Example:
+        memstore add "User prefers dark mode." --id m1 --importance 4
+    """
+    row = open_store(ctx, create=True).add(
+        text, id=memory_id, namespace=namespace, timestamp=timestamp, importance=importance,
+        pinned=pinned, fact_key=fact_key, meta=parse_meta(meta),
+    )  # fmt: skip
+    print_json(row) if as_json else click.echo(row["id"])
+
+
+@cli.command("import")
+@click.argument("file", type=click.File("rb"))
+@click.option("--namespace", "-n", default=None, help="Namespace for records that name none.")
+@click.option("--skip-invalid", is_flag=True, help="Write the valid records; report the invalid ones on stderr.")
+@json_option
+@click.pass_context
+def import_(ctx, file, namespace, skip_invalid, as_json) -> None:
+    """Import memories from JSON or JSONL.
+
+    FILE is a JSON array or JSON Lines file, or '-' for stdin.
+
+    Every record is validated before anything is written; one bad record stops the import,
+    naming its file, line and field, and nothing is written. With --skip-invalid, exactly
+    the valid records are written and each skipped one is named on stderr.
+
+    \b
+    Example:
+        memstore import memories.jsonl
+    """
+    name = getattr(file, "name", "<stdin>")
+    store = open_store(ctx, create=True)
+    # A progress bar only for a real file on a terminal: piped output and logs stay quiet.
+    if name != "<stdin>" and sys.stderr.isatty():
+        with click.progressbar(length=1, label="validating", file=sys.stderr) as bar:
+
+            def advance(line: int, total_lines: int) -> None:
+                bar.length = total_lines
+                bar.update(line - bar.pos)
+
+            result = store.import_file(file, name, namespace, skip_invalid=skip_invalid, progress=advance)
+    else:
+        result = store.import_file(file, name, namespace, skip_invalid=skip_invalid)
+    for reason in result.rejected:
+        click.echo(f"skipped: {reason}", err=True)
+    if as_json:
+        return print_json({"added": result.added, "unchanged": result.unchanged, "skipped": result.skipped})
+    skipped = f"; skipped {result.skipped} invalid records" if skip_invalid else ""
+    click.echo(f"imported {result.added} memories ({result.unchanged} already stored){skipped}")
+
+
+@cli.command()
+@click.option("--archived", is_flag=True, help="Export the archive instead of the live set.")
+@namespace_options
+@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-", help="File (default: stdout); a new one is created 0600.")
+@click.pass_context
+def export(ctx, archived, namespace, all_namespaces, output) -> None:
+    """Export memories as JSON Lines.
+
+    The live set is written in rank order; the archive (--archived) in archive order.
+
+    \b
+    Example:
+        memstore export --all-namespaces -o backup.jsonl
+    """
+    namespace = chosen_namespace(namespace, all_namespaces)
+    rows = open_store(ctx).iter_rows(namespace, archived=archived)
+    # A file is written whole or not at all (a failure halfway leaves the old one as it was).
+    with click.open_file("-", "w", encoding="utf-8") if output == "-" else replaced_privately(output) as file:
+        write_jsonl(rows, file)
+
+
+@cli.command("list")
+@namespace_options
+@click.option("--archived", is_flag=True, help="List the archive instead of the live set.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N rows.")
+@json_option
+@click.pass_context
+def list_(ctx, namespace, all_namespaces, archived, limit, as_json) -> None:
+    """List memories in rank order.
+
+    Rank order is importance, then newest, then id.
+
+    \b
+    Example:
+        memstore list --limit 20
+    """
+    namespace = chosen_namespace(namespace, all_namespaces)
+    rows = open_store(ctx).list(namespace, archived=archived, limit=limit)
+    print_json(rows) if as_json else print_memories(rows, archived=archived)
+
+
+@cli.command()
+@click.argument("memory_id", metavar="ID")
+@json_option
+@click.pass_context
+def show(ctx, memory_id, as_json) -> None:
+    """Show one memory, live or archived.
+
+    \b
+    Example:
+        memstore show m2
+    """
+    row = open_store(ctx).get(memory_id)
+    if as_json:
+        return print_json(row)
+    print_row(dict(row, state="archived" if row.get("archived_at") is not None else "live"))
+
+
+@cli.command()
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N runs.")
+@json_option
+@click.pass_context
+def runs(ctx, limit, as_json) -> None:
+    """List consolidation runs, newest first.
+
+    \b
+    Example:
+        memstore runs --limit 5
+    """
+    rows = open_store(ctx).runs(limit)
+    print_json(rows) if as_json else print_runs(rows)
+
+
+@cli.command()
+@click.option("--run", "run_id", type=int, required=True, help="The run to undo (see `memstore runs`).")
+@json_option
+@click.pass_context
+def restore(ctx, run_id, as_json) -> None:
+    """Undo a run.
+
+    Every memory the run archived goes back to the live set, whole.
+
+    \b
+    Example:
+        memstore restore --run 3
+    """
+    report = open_store(ctx).restore(run_id)
+    if as_json:
+        return print_json({"run_id": report.run_id, "restored_ids": report.restored_ids})
+    click.echo(f"run {report.run_id} restored: {len(report.restored_ids)} memories back in the live set")
+
+
+@cli.command()
+@click.argument("destination", type=click.Path(dir_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite DESTINATION if it exists.")
+@json_option
+@click.pass_context
+def backup(ctx, destination, force, as_json) -> None:
+    """Copy the store to a file, safely, while agents keep writing.
+
+    Uses SQLite's online backup API; the copy is a consistent snapshot, checked and then
+    renamed into place. SQLite stores only (for PostgreSQL use pg_dump).
+
+    \b
+    Example:
+        memstore backup backups/agent-$(date +%F).db
+    """
+    result = open_store(ctx).backup(destination, force=force)
+    if as_json:
+        return print_json(result)
+    click.echo(
+        f"backed up to {result['path']}: {result['memories']} memories, "
+        f"{result['memory_archive']} archived, {result['consolidation_runs']} runs"
+    )
+
+
+@cli.command()
+@click.option("--fix", is_flag=True, help="Recompute wrong norm_key values, rebuild the recall index and live counts, make the store's files 0600.")
+@json_option
+@click.pass_context
+def check(ctx, fix, as_json) -> None:
+    """Check the store is whole and follows memstore's rules.
+
+    integrity_check, norm_key = normalize_key(text) on every row (e.g. after edits in the
+    sqlite3 shell), no id both live and archived, schema at head, indexes as the models
+    define them, the recall index in step, WAL on, the store's files readable by their owner
+    only. Exit 1 on any finding not fixed.
+
+    \b
+    Example:
+        memstore check --fix
+    """
+    report = open_store(ctx).check(fix=fix)
+    print_json(report.to_dict()) if as_json else print_check(report)
+    if not report.ok:
+        ctx.exit(1)

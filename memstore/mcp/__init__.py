@@ -1,0 +1,12 @@
+"""`memstore mcp`: the store as an MCP server. `tools` holds the tools the model sees; `transport`
+serves them over stdio, or over HTTP behind a bearer token.
+
+This package needs the `mcp` extra (`pip install 'memstore[mcp]'`); `import memstore` never loads it.
+"""
+
+from __future__ import annotations
+
+from .transport import HTTP_PATH, BearerTokenGate, is_loopback, parse_address, serve
+from .tools import create_server, tool_errors
+
+__all__ = ["BearerTokenGate", "HTTP_PATH", "create_server", "is_loopback", "parse_address", "serve", "tool_errors"]

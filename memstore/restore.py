@@ -1,0 +1,60 @@
+"""Restore: undo any run, whole. Above the job and the corrections, since it undoes both.
+
+Every row a run archived goes back to the live set, whole (with a new seq, so the next incremental
+run looks at its key); recall history the run merged onto survivors is taken back; an update's new
+version is taken away; a contradict run's flags go, and a flag a supersede resolved opens again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from .errors import MemstoreError, NotFoundError
+from .lifecycle import undo_update
+from .runs import lock_jobs, undo_merges
+from .schema import MEMORY_COLUMNS, memories
+from .schema import consolidation_runs as runs
+from .schema import contradiction_flags as flags
+from .schema import memory_archive as archive
+
+
+@dataclass
+class RestoreReport:
+    run_id: int
+    restored_ids: list[str]
+
+
+def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreReport:
+    """Put every row a run archived back into the live set, whole, and take back merged recall history
+    (and, for an update, the version it wrote)."""
+    lock_jobs(conn, None)
+    run = conn.execute(select(runs.c.status, runs.c.kind, runs.c.params).where(runs.c.id == run_id)).first()
+    if run is None:
+        raise NotFoundError(f"no run {run_id}; `memstore runs` lists them")
+    if run.status == "restored":
+        raise MemstoreError(f"run {run_id} was already restored")
+    carried = undo_update(conn, run_id, run.params) if run.kind == "update" else None
+    restored_ids = list(
+        conn.execute(select(archive.c.id).where(archive.c.run_id == run_id).order_by(archive.c.id)).scalars()
+    )
+    # Restored rows count as written now: the database gives them new seqs (in id order), so the
+    # next incremental run looks at their keys.
+    copied = [archive.c[name] for name in MEMORY_COLUMNS if name != "seq"]
+    conn.execute(
+        insert(memories).from_select(
+            [c.name for c in copied], select(*copied).where(archive.c.run_id == run_id).order_by(archive.c.id)
+        )
+    )
+    conn.execute(delete(archive).where(archive.c.run_id == run_id))
+    if carried is not None:
+        conn.execute(update(memories).where(memories.c.id.in_(restored_ids)).values(**carried))
+    undo_merges(conn, run_id)
+    # A contradict run's flags go; a flag a supersede run resolved is open again.
+    conn.execute(delete(flags).where(flags.c.run_id == run_id))
+    conn.execute(
+        update(flags).where(flags.c.closed_by_run == run_id).values(status="open", closed_at=None, closed_by_run=None)
+    )
+    conn.execute(update(runs).where(runs.c.id == run_id).values(status="restored", restored_at=now))
+    return RestoreReport(run_id=run_id, restored_ids=restored_ids)

@@ -1,0 +1,344 @@
+"""Runs and the archive: the layer under every operation that takes memories out of the live set.
+
+A run is a row of `consolidation_runs`; every job, correction and merge is one. Rows leave the live
+set only by being copied whole into `memory_archive` first, tagged with the run, and a run's
+recall-history merges are recorded in `memory_merges`, so `restore` can undo any run exactly.
+Everything here runs on a connection the caller holds inside one write transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Float, bindparam, case, delete, false, func, insert, literal, or_, select, text, true, update
+
+from .db import chunked, rows_in
+from .lookups import stored_rows
+from .live_counts import LiveCount
+from .records import now_ms
+from .schema import MEMORY_COLUMNS, RANK_ORDER, memories
+from .schema import consolidation_runs as runs
+from .schema import memory_archive as archive
+from .schema import memory_merges as merges
+
+# PostgreSQL advisory-lock key held by jobs over every namespace (shared by per-namespace jobs).
+ALL_NAMESPACES_LOCK = 0x6D656D73746F7265  # "memstore"
+# The archive's own columns, beside the memory's.
+ARCHIVE_FIELDS = ("archived_at", "reason", "superseded_by", "run_id")
+# The run kinds whose Stage 1 covers their namespaces whole; only their marks say "every key written
+# up to here was deduplicated".
+STAGE1_KINDS = ("consolidate", "prune", "dedup")
+
+
+def lock_jobs(conn: Connection, namespace: str | None) -> None:
+    """Serialise jobs on the same namespace. SQLite's BEGIN IMMEDIATE already serialises all writers;
+    on PostgreSQL two jobs started at once would otherwise both plan from the same snapshot."""
+    if conn.dialect.name != "postgresql":
+        return
+    if namespace is None:
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ALL_NAMESPACES_LOCK})
+    else:
+        conn.execute(text("SELECT pg_advisory_xact_lock_shared(:key)"), {"key": ALL_NAMESPACES_LOCK})
+        conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:namespace, 0))"), {"namespace": namespace})
+
+
+@dataclass
+class ArchivedEntry:
+    id: str
+    namespace: str
+    reason: str
+    superseded_by: str | None
+    similarity: float | None = None  # the cosine behind a semantic_duplicate merge
+
+
+@dataclass
+class ConsolidationReport:
+    """What a job run did (or, for a dry run, would do): consolidate, prune, or one maintain phase."""
+
+    kind: str  # a RUN_KINDS value
+    run_id: int | None  # None for a dry run
+    namespace: str | None  # None: every namespace
+    capacity: int | None
+    dry_run: bool
+    params: dict[str, Any] = field(default_factory=dict)
+    live_before: int = 0
+    started_at: int = 0
+    finished_at: int = 0
+    pinned_kept: int = 0
+    # Every kept id, by namespace then rank order, only when asked for (list_kept=True): a report
+    # grows with what a run changed, not with the size of the store.
+    kept_ids: list[str] | None = None
+    kept_count: int = 0
+    incremental: bool = False
+    archived: list[ArchivedEntry] = field(default_factory=list)
+    checks: list[Any] = field(default_factory=list)  # recall_checks.CheckResult, when the run had checks
+
+    def _count(self, reason: str) -> int:
+        return sum(1 for entry in self.archived if entry.reason == reason)
+
+    @property
+    def duplicates(self) -> int:
+        return self._count("duplicate")
+
+    @property
+    def evicted(self) -> int:
+        return self._count("evicted")
+
+    @property
+    def stale(self) -> int:
+        return self._count("stale")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "namespace": self.namespace,
+            "capacity": self.capacity,
+            "params": self.params,
+            "dry_run": self.dry_run,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "live_before": self.live_before,
+            "incremental": self.incremental,
+            "kept": self.kept_count,
+            "pinned_kept": self.pinned_kept,
+            "duplicates": self.duplicates,
+            "evicted": self.evicted,
+            "stale": self.stale,
+            **({} if self.kept_ids is None else {"kept_ids": self.kept_ids}),
+            "archived": [entry.__dict__ for entry in self.archived],
+            "checks": [check.__dict__ for check in self.checks],
+        }
+
+
+# -- recording a run ----------------------------------------------------------------------------
+
+
+def insert_run(
+    conn: Connection,
+    kind: str,
+    namespace: str | None,
+    started_at: int,
+    live_before: int,
+    *,
+    kept: int = 0,
+    capacity: int | None = None,
+    params: Mapping[str, Any] | None = None,
+    high_water_seq: int | None = None,
+) -> int:
+    """Record a run as applied; returns its id."""
+    return conn.execute(
+        insert(runs).values(
+            kind=kind, namespace=namespace, capacity=capacity, params=dict(params) if params else None,
+            status="applied", started_at=started_at, finished_at=started_at, live_before=live_before,
+            kept=kept, duplicates=0, evicted=0, stale=0, high_water_seq=high_water_seq,
+        ).returning(runs.c.id)
+    ).scalar_one()  # fmt: skip
+
+
+def start_run(conn: Connection, report: ConsolidationReport, counts: dict[str, LiveCount], *, stage1: bool = True) -> int:
+    """Record a job's run; a run that deduplicates records the high-water mark the next one reads past."""
+    report.live_before = sum(count.unpinned + count.pinned for count in counts.values())
+    return insert_run(
+        conn, report.kind, report.namespace, report.started_at, report.live_before, capacity=report.capacity,
+        params=report.params, high_water_seq=max_seq(conn) if stage1 else None,
+    )  # fmt: skip
+
+
+def finish_run(
+    conn: Connection, report: ConsolidationReport, run_id: int, counts: dict[str, LiveCount], *, list_kept: bool = False
+) -> ConsolidationReport:
+    """Fill the report from what the run archived and what is left, and record its counts."""
+    scope = [] if report.namespace is None else [memories.c.namespace == report.namespace]
+    report.archived = archived_entries(conn, run_id)
+    if list_kept:
+        # Pinned as the stages class it (not `pinned = 0`), not by the value's Python truth: a
+        # shell '' is pinned to the stages but False once read back as a bool.
+        is_unpinned = (memories.c.pinned == false()).label("is_unpinned")
+        kept_rows = conn.execute(
+            select(memories.c.id, is_unpinned).where(*scope).order_by(memories.c.namespace, *RANK_ORDER)
+        ).all()
+        report.kept_ids = [row.id for row in kept_rows]
+        report.kept_count = len(kept_rows)
+        report.pinned_kept = sum(1 for row in kept_rows if not row.is_unpinned)
+    elif conn.dialect.name == "sqlite":
+        # No one else writes while the job holds SQLite's write lock, and jobs never archive a
+        # pinned memory: kept = before - archived, and every pinned memory is still there.
+        report.kept_count = report.live_before - len(report.archived)
+        report.pinned_kept = sum(count.pinned for count in counts.values())
+    else:
+        report.kept_count = conn.execute(select(func.count()).select_from(memories).where(*scope)).scalar_one()
+        report.pinned_kept = conn.execute(
+            select(func.count()).select_from(memories).where(*scope, memories.c.pinned == true())
+        ).scalar_one()
+    report.finished_at = now_ms()
+    report.run_id = None if report.dry_run else run_id
+    conn.execute(
+        update(runs)
+        .where(runs.c.id == run_id)
+        .values(
+            kept=report.kept_count, duplicates=report.duplicates, evicted=report.evicted,
+            stale=report.stale, finished_at=report.finished_at,
+        )
+    )  # fmt: skip
+    return report
+
+
+# -- moving rows --------------------------------------------------------------------------------
+
+
+def copy_to_archive(
+    conn: Connection, rows, reason: str, superseded_by, run_id: int, now: int, *, similarity: float | None = None
+) -> int:
+    """Copy whole memory rows from the subquery `rows` into the archive; returns how many."""
+    return conn.execute(
+        insert(archive).from_select(
+            [*MEMORY_COLUMNS, "archived_at", "reason", "superseded_by", "run_id", "similarity"],
+            select(
+                *(rows.c[name] for name in MEMORY_COLUMNS), literal(now), literal(reason), superseded_by,
+                literal(run_id), literal(similarity, Float),
+            ),
+        )
+    ).rowcount
+
+
+def remove_archived(conn: Connection, namespace: str, run_id: int, reason: str) -> None:
+    """Delete from the live set what this run has just copied to the archive for `reason`."""
+    moved = select(archive.c.id).where(archive.c.run_id == run_id, archive.c.reason == reason, archive.c.namespace == namespace)
+    conn.execute(delete(memories).where(memories.c.id.in_(moved)))
+
+
+def archive_ids(
+    conn: Connection, ids: Sequence[str], reason: str, superseded_by: str | None, run_id: int, now: int,
+    *, similarity: float | None = None,
+) -> None:
+    """Copy the live rows of `ids` into the archive, whole, then take them out of the live set."""
+    for chunk in chunked(ids):
+        leaving = select(memories).where(memories.c.id.in_(chunk)).subquery("leaving")
+        copy_to_archive(conn, leaving, reason, literal(superseded_by), run_id, now, similarity=similarity)
+        conn.execute(delete(memories).where(memories.c.id.in_(chunk)))
+
+
+def archived_entries(conn: Connection, run_id: int) -> list[ArchivedEntry]:
+    """What a run archived, by namespace, reason, then id."""
+    return [
+        ArchivedEntry(*row)
+        for row in conn.execute(
+            select(archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by, archive.c.similarity)
+            .where(archive.c.run_id == run_id)
+            .order_by(archive.c.namespace, archive.c.reason, archive.c.id)
+        )
+    ]
+
+
+# -- recall history -----------------------------------------------------------------------------
+
+
+def merge_recall_history(conn: Connection, namespace: str, run_id: int, reason: str = "duplicate") -> None:
+    """Survivors inherit their archived duplicates' recall history; memory_merges records it for restore."""
+    absorbed = conn.execute(
+        select(archive.c.superseded_by, func.sum(archive.c.recall_count), func.max(archive.c.last_recalled_at))
+        .where(
+            archive.c.run_id == run_id,
+            archive.c.reason == reason,
+            archive.c.namespace == namespace,
+            or_(archive.c.recall_count > 0, archive.c.last_recalled_at.is_not(None)),
+        )
+        .group_by(archive.c.superseded_by)
+        .order_by(archive.c.superseded_by)
+    ).all()
+    if not absorbed:
+        return
+    survivor_ids = [row[0] for row in absorbed]
+    before: dict[str, int | None] = dict(
+        rows_in(conn, select(memories.c.id, memories.c.last_recalled_at), memories.c.id, survivor_ids)  # type: ignore[arg-type]
+    )
+    rows = []
+    for survivor_id, count, latest in absorbed:
+        known = [t for t in (before[survivor_id], latest) if t is not None]
+        rows.append(
+            {
+                "run_id": run_id,
+                "survivor_id": survivor_id,
+                "absorbed_recall_count": count,
+                "last_recalled_at_before": before[survivor_id],
+                "last_recalled_at_after": max(known) if known else None,
+            }
+        )
+    conn.execute(insert(merges), rows)
+    conn.execute(
+        update(memories)
+        .where(memories.c.id == bindparam("b_id"))
+        .values(recall_count=memories.c.recall_count + bindparam("b_count"), last_recalled_at=bindparam("b_after")),
+        [{"b_id": r["survivor_id"], "b_count": r["absorbed_recall_count"], "b_after": r["last_recalled_at_after"]} for r in rows],
+    )
+
+
+def undo_merges(conn: Connection, run_id: int) -> None:
+    """Take back recall history the run moved onto survivors, keeping any recall made since."""
+    params = [
+        {"b_id": m.survivor_id, "b_count": m.absorbed_recall_count, "b_before": m.last_recalled_at_before, "b_after": m.last_recalled_at_after}
+        for m in conn.execute(select(merges).where(merges.c.run_id == run_id).order_by(merges.c.survivor_id))
+    ]
+    if not params:
+        return
+    for table in (memories, archive):
+        remaining = table.c.recall_count - bindparam("b_count")
+        conn.execute(
+            update(table)
+            .where(table.c.id == bindparam("b_id"))
+            .values(
+                recall_count=case((remaining < 0, 0), else_=remaining),
+                last_recalled_at=case(
+                    (table.c.last_recalled_at == bindparam("b_after"), bindparam("b_before")),
+                    else_=table.c.last_recalled_at,
+                ),
+            ),
+            params,
+        )
+
+
+# -- write order --------------------------------------------------------------------------------
+
+
+def max_seq(conn: Connection) -> int:
+    """The largest seq in the live set: a run's high-water mark. Every later write gets a larger
+    one (SQLite's AUTOINCREMENT numbers each insert above every seq ever given, and a trigger
+    refuses UPDATEs of seq), and archived rows need not count: a restored row is written again,
+    with a new seq."""
+    return conn.execute(select(func.coalesce(func.max(memories.c.seq), 0))).scalar_one()
+
+
+def high_water_mark(conn: Connection, namespace: str) -> int | None:
+    """The high-water mark of the last run whose Stage 1 covered `namespace`; None if there was none."""
+    return conn.execute(
+        select(func.max(runs.c.high_water_seq)).where(
+            or_(runs.c.namespace == namespace, runs.c.namespace.is_(None)),
+            runs.c.high_water_seq.is_not(None),
+            runs.c.kind.in_(STAGE1_KINDS),
+        )
+    ).scalar_one()
+
+
+# -- versions -----------------------------------------------------------------------------------
+
+
+def superseded_chain(conn: Connection, memory_id: str) -> list[dict[str, Any]]:
+    """`memory_id`'s row (live or archived), then each row that replaced it by `superseded_by`,
+    up to a live row, an id no longer stored or a loop; [] when the id is unknown. The one walk of
+    that chain: recall checks, corrections and histories all follow it here."""
+    chain: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    current: str | None = memory_id
+    while current is not None and current not in seen:
+        row = stored_rows(conn, [current]).get(current)
+        if row is None:
+            break
+        chain.append(row)
+        seen.add(current)
+        if row.get("archived_at") is None:  # live: the end of the chain
+            break
+        current = row["superseded_by"]
+    return chain
