@@ -2,19 +2,21 @@
 
 SQLite uses the FTS5 index `memories_fts` (kept in step with `memories` by triggers), PostgreSQL a GIN
 index on `to_tsvector('simple', text)`. A query is split into words; a memory matches when it
-contains any of them, except that common words drop out when the query has a rarer one
-(`recall_words`).
+contains any of them, except the words that say nothing about which memory is meant (`recall_words`):
+function words ("what", "did", "the") and words held by very many memories drop out when the query
+has another word.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Float, Integer, bindparam, column, text, update
 
 from .schema import FTS_TABLE, memories
-from .words import tokens
+from .words import FUNCTION_WORDS, tokens
 
 
 # One statement per backend, same contract: memories containing any of the words, best first, ties
@@ -65,25 +67,50 @@ WORD_COUNT_SQL = {
 }
 
 
-def is_common(conn: Connection, word: str) -> bool:
-    """Is `word` in more than COMMON_WORD_MEMORIES memories?"""
-    found = conn.execute(
+def holding(conn: Connection, word: str) -> int:
+    """How many memories (any namespace) hold `word`, counted up to COMMON_WORD_MEMORIES + 1."""
+    return conn.execute(
         text(WORD_COUNT_SQL[conn.dialect.name]),
         {"word": query_expression([word], conn.dialect.name), "limit": COMMON_WORD_MEMORIES + 1},
     ).scalar_one()
-    return found > COMMON_WORD_MEMORIES
+
+
+def is_common(conn: Connection, word: str) -> bool:
+    """Is `word` in more than COMMON_WORD_MEMORIES memories?"""
+    return holding(conn, word) > COMMON_WORD_MEMORIES
+
+
+@dataclass(frozen=True)
+class QueryWords:
+    """The words recall searches on, and how many memories hold each (counted up to
+    COMMON_WORD_MEMORIES + 1: a count above it means common)."""
+
+    words: list[str]
+    holding: dict[str, int]
+
+
+def query_words(conn: Connection, query: str) -> QueryWords:
+    """The query's distinct words, less those that say nothing about which memory is meant:
+
+    1. function words ("the", "what", "did": `memstore.words.FUNCTION_WORDS`), when the query has
+       another word;
+    2. then common words (in more than COMMON_WORD_MEMORIES memories), when a rarer word is left (a
+       word in no memory included).
+
+    A query made only of such words keeps them all. Names, numbers and every other word are
+    searched exactly as written (lowercased).
+    """
+    words = list(dict.fromkeys(tokens(query)))
+    words = [word for word in words if word not in FUNCTION_WORDS] or words
+    counts = {word: holding(conn, word) for word in words}
+    rarer = [word for word in words if counts[word] <= COMMON_WORD_MEMORIES]
+    kept = rarer if rarer and len(words) > 1 else words
+    return QueryWords(kept, {word: counts[word] for word in kept})
 
 
 def recall_words(conn: Connection, query: str) -> list[str]:
-    """The words recall matches and ranks on: the query's distinct words, less its common ones.
-
-    Common words drop out only when the query also has a word that is not common (a word in no
-    memory included); a query made only of common words keeps them all.
-    """
-    words = list(dict.fromkeys(tokens(query)))
-    if len(words) < 2:
-        return words
-    return [word for word in words if not is_common(conn, word)] or words
+    """The words recall matches and ranks on (see `query_words`)."""
+    return query_words(conn, query).words
 
 
 # The shortlist holds max(40, 8k) scores, and its rowids go into one IN list: only for k up to 100,
@@ -135,12 +162,15 @@ def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace:
     return [{**{name: row[name] for name in memories.c.keys()}, "score": -score[row["fts_rowid"]]} for row in rows[:k]]
 
 
-def recall_rows(conn: Connection, query: str, k: int, namespace: str) -> list[dict[str, Any]]:
-    """The top-k live memories of `namespace` for `query`, best first, each with its `score`."""
+def recall_rows(
+    conn: Connection, query: str, k: int, namespace: str, *, words: QueryWords | None = None
+) -> list[dict[str, Any]]:
+    """The top-k live memories of `namespace` for `query`, best first, each with its `score`;
+    `words`, when the caller has them already, are the query's words (`query_words`)."""
     if k <= 0:
         return []
     dialect = conn.dialect.name
-    expression = query_expression(recall_words(conn, query), dialect)
+    expression = query_expression((words or query_words(conn, query)).words, dialect)
     if expression is None:
         return []
     k = min(k, MAX_LIMIT)

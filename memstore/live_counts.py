@@ -90,3 +90,15 @@ def recount_live(conn: Connection) -> None:
             "sum(coalesce(pinned = 0, 0)), sum(1 - coalesce(pinned = 0, 0)) FROM memories GROUP BY namespace"
         )
     )
+
+
+_LIVE_TOTAL_READ = text(f"SELECT coalesce(sum(unpinned + pinned), 0) FROM {LIVE_COUNTS_TABLE}")
+
+
+def live_total(conn: Connection) -> int:
+    """How many live memories the store holds, every namespace: read from the trigger-kept counts
+    on SQLite (a row per namespace, not the live set), counted on PostgreSQL. For weighing words,
+    where a count a shell edit left off by a few changes nothing that matters."""
+    if conn.dialect.name == "sqlite":
+        return conn.execute(_LIVE_TOTAL_READ).scalar_one()
+    return conn.execute(select(func.count()).select_from(memories)).scalar_one()

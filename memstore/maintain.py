@@ -22,6 +22,7 @@ from .db import checkpoint, database_error, read_transaction, write_transaction
 from .embeddings import Embeddings
 from .errors import MemstoreError, ValidationError
 from .integrity import check_store
+from .recall import CheckRanking, Recall
 from .recall_checks import run_checks
 from .records import now_ms
 from .semantic.phases import contradict_in_transaction, semantic_in_transaction
@@ -93,6 +94,7 @@ class Options:
     related_at: float | None
     stale_threshold: float
     min_age_days: int
+    check_mode: str | None = None  # how recall checks rank (None: as recall does by default)
 
 
 def _job_result(result: PhaseResult, report) -> None:
@@ -117,11 +119,13 @@ NOT_BLOCKING = ("permissions",)
 
 @dataclass
 class Context:
-    """What every phase works with: the store's engine and its embeddings, and the options."""
+    """What every phase works with: the store's engine, its embeddings and recall, and the options."""
 
     engine: Engine
     embeddings: Embeddings
+    recall: Recall
     options: Options
+    check_ranking: CheckRanking | None = None  # set before verify runs, when there are checks
 
 
 def _phase_check(context: Context, conn: Connection | None, result: PhaseResult) -> None:
@@ -195,14 +199,22 @@ def _phase_verify(context: Context, conn: Connection | None, result: PhaseResult
     if options.checks:
         if conn is None:
             with read_transaction(context.engine) as reader:
-                checks = run_checks(reader, options.checks, options.k)
+                checks = run_checks(reader, options.checks, options.k, context.check_ranking)
         else:
-            checks = run_checks(conn, options.checks, options.k)
+            checks = run_checks(conn, options.checks, options.k, context.check_ranking)
         result.counts["checks_passed"] = sum(1 for c in checks if c.passed)
         result.counts["checks"] = len(checks)
+        result.counts["checks_mode"] = context.check_ranking.mode
         failures += [f"recall check {c.query!r} expects {c.expect_id!r} (top {', '.join(c.top_ids) or 'none'})" for c in checks if not c.passed]
     if failures:
         raise MemstoreError("; ".join(failures))
+
+
+def _checks_ready(context: Context) -> None:
+    """Before verify: how its recall checks rank, with their queries embedded (outside the phase's
+    transaction, like every model call)."""
+    if context.options.checks:
+        context.check_ranking = context.recall.for_checks([c["query"] for c in context.options.checks], context.options.check_mode)
 
 
 class _Skip(Exception):
@@ -214,7 +226,7 @@ RUNNERS: dict[str, Callable] = {
     "stale": _phase_stale, "evict": _phase_evict, "verify": _phase_verify,
 }  # fmt: skip
 # What runs before a phase's transaction (and may skip it).
-PREPARE: dict[str, Callable] = {"semantic": _embeddings_ready, "contradict": _embeddings_ready}
+PREPARE: dict[str, Callable] = {"semantic": _embeddings_ready, "contradict": _embeddings_ready, "verify": _checks_ready}
 # Phases that only read: in a real run they hold no write transaction.
 READ_ONLY = ("check", "verify")
 
@@ -227,13 +239,13 @@ def _failure(exc: Exception, location: str) -> str:
     return f"unexpected {type(exc).__name__}: {exc}"
 
 
-def maintain(engine: Engine, embeddings: Embeddings, phases: Sequence[str], options: Options) -> MaintainReport:
+def maintain(engine: Engine, embeddings: Embeddings, recall: Recall, phases: Sequence[str], options: Options) -> MaintainReport:
     """Run `phases` (in PHASES order) and report each; see the module's docstring.
 
     The phases' commits leave the WAL alone (a checkpoint inside a commit would hold the write
     lock meanwhile); one checkpoint at the end copies it back into the database.
     """
-    context = Context(engine, embeddings, options)
+    context = Context(engine, embeddings, recall, options)
     location = engine.url.render_as_string(hide_password=True)
     results: list[PhaseResult] = []
     status: dict[str, str] = {}

@@ -13,21 +13,23 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, select
 
-from .db import read_transaction, write_transaction
+from .db import read_transaction, rows_in, write_transaction
 from .defaults import RECALL_MODES
 from .errors import MemstoreError, ValidationError
-from .fulltext import recall_rows, touch
+from .fulltext import query_words, recall_rows, touch
+from .live_counts import live_total
 from .records import now_ms
 from .schema import memories
-from .semantic.fusion import Fused, fuse
-from .semantic.vectors import VectorIndex, has_vectors, require_model
+from .semantic.fusion import LEXICAL, SEMANTIC, Candidate, Fused, coverage, fuse, word_weights
+from .semantic.vectors import VectorIndex, cosines, has_vectors, require_model
 
 def fusion_depth(k: int) -> int:
-    """How deep each ranking is read before hybrid recall fuses them into k."""
+    """How deep each ranking is read before hybrid recall fuses them into k: the union of both
+    rankings' top `fusion_depth(k)` is what the fusion judges."""
     return max(4 * k, 20)
 
 
-def check_mode(mode: str | None) -> None:
+def validate_mode(mode: str | None) -> None:
     if mode is not None and mode not in RECALL_MODES:
         raise ValidationError("recall", "mode", f"must be one of {', '.join(RECALL_MODES)}, not {mode!r}")
 
@@ -54,29 +56,51 @@ class Recall:
     def recall(self, query: str, k: int, namespace: str, *, touch: bool, mode: str | None) -> list[dict[str, Any]]:
         """The k best live memories of `namespace`, best first, each with `score` and `found_by`;
         touched (recall_count + 1) unless `touch` is False. See MemoryStore.recall for the modes."""
-        check_mode(mode)
+        validate_mode(mode)
         if mode is None or mode == "lexical":
             # The common case, a store without vectors, is answered in one transaction.
             with self._transaction(touch) as conn:
                 if mode == "lexical" or not has_vectors(conn):
-                    rows = [dict(row, found_by=["lexical"]) for row in recall_rows(conn, query, k, namespace)]
+                    rows = self.ranked_rows(conn, query, k, namespace, "lexical", None)
                     return touched(conn, rows) if touch else rows
+        chosen, vectors = self._embedded([query], mode)
+        with self._transaction(touch) as conn:
+            rows = self.ranked_rows(conn, query, k, namespace, chosen, vectors.get(query))
+            return touched(conn, rows) if touch else rows
+
+    def ranked_rows(
+        self, conn: Connection, query: str, k: int, namespace: str, mode: str, query_vector: Any
+    ) -> list[dict[str, Any]]:
+        """Recall's answer in the caller's transaction, in `mode` (the query embedded already, unless
+        lexical); nothing is touched."""
+        if mode == "lexical":
+            return [dict(row, found_by=[LEXICAL]) for row in recall_rows(conn, query, k, namespace)]
+        return self._fused_rows(conn, query, k, namespace, query_vector, hybrid=mode == "hybrid")
+
+    def _embedded(self, queries: list[str], mode: str | None) -> tuple[str, dict[str, Any]]:
+        """The mode recall answers in, and the queries embedded for it (before any transaction: the
+        model takes milliseconds, a transaction should not wait on it)."""
         chosen = mode or "hybrid"
-        query_vector = None
+        if chosen == "lexical":
+            return chosen, {}
         try:
-            query_vector = self.query_vector(query)
+            return chosen, {query: self.query_vector(query) for query in dict.fromkeys(queries)}
         except MemstoreError:
             if mode is not None:
                 raise
             # By default, recall that cannot load the model (the semantic extra missing here, the
             # model's directory moved) is still full-text recall.
-            chosen = "lexical"
-        with self._transaction(touch) as conn:
-            if chosen == "lexical":
-                rows = [dict(row, found_by=["lexical"]) for row in recall_rows(conn, query, k, namespace)]
-            else:
-                rows = self._fused_rows(conn, query, k, namespace, query_vector, hybrid=chosen == "hybrid")
-            return touched(conn, rows) if touch else rows
+            return "lexical", {}
+
+    def for_checks(self, queries: list[str], mode: str | None = None) -> CheckRanking:
+        """How recall checks rank, ready before their transaction: the mode `recall` uses by default
+        (hybrid when the store has vectors, else lexical) unless `mode` says otherwise."""
+        validate_mode(mode)
+        if mode is None:
+            with read_transaction(self.engine) as conn:
+                mode = None if has_vectors(conn) else "lexical"
+        chosen, vectors = self._embedded(queries, mode)
+        return CheckRanking(self, chosen, vectors)
 
     def semantic_search(self, query: str, k: int, namespace: str) -> list[tuple[str, float]]:
         """The k live memories of `namespace` nearest to `query` by meaning: (id, cosine), best first."""
@@ -95,17 +119,54 @@ class Recall:
         self, conn: Connection, query: str, k: int, namespace: str, query_vector: Any, *, hybrid: bool
     ) -> list[dict[str, Any]]:
         """Rows of the semantic hits, or of their fusion with the full-text ranking, best first."""
-        if hybrid:
-            # Full-text matches only earn a bounded bonus in the fusion: the first few are enough.
-            lexical = [(row["id"], row["score"]) for row in recall_rows(conn, query, max(2 * k, 10), namespace)]
-        hits = self.vector_hits(conn, query_vector, namespace, fusion_depth(k))
-        if hybrid:
-            ranked = fuse(lexical, hits, k)
-        else:
-            ranked = [Fused(memory_id, similarity, ("semantic",)) for memory_id, similarity in hits[:k]]
-        # Live rows only: a hit archived since the vector search is left out.
-        live = {
-            row["id"]: dict(row)
-            for row in conn.execute(select(memories).where(memories.c.id.in_([hit.id for hit in ranked]))).mappings()
-        }
+        depth = fusion_depth(k)
+        hits = self.vector_hits(conn, query_vector, namespace, depth)
+        if not hybrid:
+            ranked = [Fused(memory_id, similarity, (SEMANTIC,)) for memory_id, similarity in hits[:k]]
+            return self._rows_of(conn, ranked)
+        rows, candidates = self.hybrid_candidates(conn, query, namespace, query_vector, depth, hits)
+        return [dict(rows[hit.id], score=hit.score, found_by=list(hit.found_by)) for hit in fuse(candidates, k)]
+
+    def hybrid_candidates(
+        self, conn: Connection, query: str, namespace: str, query_vector: Any, depth: int, hits: list[tuple[str, float]] | None = None
+    ) -> tuple[dict[str, dict[str, Any]], list[Candidate]]:
+        """What hybrid recall fuses: the live rows of the top `depth` of both rankings, and each as a
+        `Candidate` (its cosine, its coverage of the query's words, which rankings found it).
+        `hits`: the vector ranking, when the caller has it already."""
+        if hits is None:
+            hits = self.vector_hits(conn, query_vector, namespace, depth)
+        words = query_words(conn, query)
+        lexical = {row["id"]: row for row in recall_rows(conn, query, depth, namespace, words=words)}
+        semantic = dict(hits)
+        # Every candidate is judged on its cosine, the ones only the words found included.
+        similarity = {**cosines(conn, require_model(conn), [i for i in lexical if i not in semantic], query_vector), **semantic}
+        rows = {**self._live_rows(conn, [memory_id for memory_id in semantic if memory_id not in lexical]), **lexical}
+        weights = word_weights(words.words, words.holding, live_total(conn))
+        candidates = [
+            Candidate(memory_id, similarity.get(memory_id), coverage(weights, row["text"]),
+                      tuple(name for name, found in ((LEXICAL, memory_id in lexical), (SEMANTIC, memory_id in semantic)) if found))
+            for memory_id, row in rows.items()
+        ]  # fmt: skip
+        return rows, candidates
+
+    @staticmethod
+    def _live_rows(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The live rows of `ids`: a hit archived since the vector search is left out."""
+        return {row.id: dict(row._mapping) for row in rows_in(conn, select(memories), memories.c.id, ids)}
+
+    def _rows_of(self, conn: Connection, ranked: list[Fused]) -> list[dict[str, Any]]:
+        live = self._live_rows(conn, [hit.id for hit in ranked])
         return [dict(live[hit.id], score=hit.score, found_by=list(hit.found_by)) for hit in ranked if hit.id in live]
+
+
+class CheckRanking:
+    """Recall as a recall check sees it: one mode, the checks' queries embedded up front."""
+
+    def __init__(self, recall: Recall, mode: str, vectors: dict[str, Any]) -> None:
+        self.recall = recall
+        self.mode = mode
+        self.vectors = vectors
+
+    def top_ids(self, conn: Connection, query: str, k: int, namespace: str) -> list[str]:
+        """The ids recall returns for `query`, best first, in the state `conn` sees."""
+        return [row["id"] for row in self.recall.ranked_rows(conn, query, k, namespace, self.mode, self.vectors.get(query))]

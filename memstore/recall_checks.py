@@ -1,14 +1,17 @@
 """Recall checks: queries whose memory must still come back, run before a cleanup is kept.
 
 A check passes when its `expect_id`, or the live memory that now stands for it (followed along
-`superseded_by`), is among the top k of recall. Inside a job the checks see the job's would-be
-state, so a cleanup that would lose what the checks name is rolled back.
+`superseded_by`), is among the top k of recall: the recall agents get, hybrid when the store has
+vectors (`memstore.recall.Recall.for_checks`), unless another mode is asked for. Inside a job the
+checks see the job's would-be state, so a cleanup that would lose what the checks name is rolled
+back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from sqlalchemy import Connection
 
@@ -27,6 +30,24 @@ class CheckResult:
     resolved_id: str | None  # expect_id, or the live memory that superseded it; None if gone
     top_ids: list[str]
     passed: bool
+    mode: str = "lexical"  # the recall mode that ranked
+
+
+class Ranking(Protocol):
+    """What ranks for the checks: a recall mode and its top ids."""
+
+    mode: str
+
+    def top_ids(self, conn: Connection, query: str, k: int, namespace: str) -> list[str]: ...
+
+
+class FullTextRanking:
+    """Full-text recall alone: for a store without vectors, or when asked for."""
+
+    mode = "lexical"
+
+    def top_ids(self, conn: Connection, query: str, k: int, namespace: str) -> list[str]:
+        return [row["id"] for row in recall_rows(conn, query, k, namespace)]
 
 
 def resolve_live_id(conn: Connection, memory_id: str) -> str | None:
@@ -35,14 +56,18 @@ def resolve_live_id(conn: Connection, memory_id: str) -> str | None:
     return chain[-1]["id"] if chain and chain[-1].get("archived_at") is None else None
 
 
-def run_checks(conn: Connection, checks: Sequence[Mapping[str, str]], k: int) -> list[CheckResult]:
-    """Evaluate recall checks against the state `conn` sees (inside a job: the would-be state)."""
+def run_checks(
+    conn: Connection, checks: Sequence[Mapping[str, str]], k: int, ranking: Ranking | None = None
+) -> list[CheckResult]:
+    """Evaluate recall checks against the state `conn` sees (inside a job: the would-be state),
+    ranked by `ranking` (default: full text)."""
+    ranking = ranking or FullTextRanking()
     results = []
     for check in checks:
         namespace = check.get("namespace", DEFAULT_NAMESPACE)
-        top_ids = [row["id"] for row in recall_rows(conn, check["query"], k, namespace)]
+        top_ids = ranking.top_ids(conn, check["query"], k, namespace)
         resolved = resolve_live_id(conn, check["expect_id"])
         results.append(
-            CheckResult(check["query"], check["expect_id"], namespace, resolved, top_ids, resolved in top_ids)
+            CheckResult(check["query"], check["expect_id"], namespace, resolved, top_ids, resolved in top_ids, ranking.mode)
         )
     return results

@@ -235,12 +235,14 @@ class MemoryStore:
         """The k live memories of `namespace` nearest to `query` by meaning: (id, cosine), best first."""
         return self.recaller.semantic_search(query, k, namespace)
 
-    def verify(self, checks: Sequence[Mapping[str, str]], k: int = CHECK_K) -> list[CheckResult]:
-        """Run recall checks against the live set; recall counts are not touched."""
+    def verify(self, checks: Sequence[Mapping[str, str]], k: int = CHECK_K, *, mode: str | None = None) -> list[CheckResult]:
+        """Run recall checks against the live set, ranked as `recall` ranks by default (hybrid when
+        the store has vectors) unless `mode` says otherwise; recall counts are not touched."""
         from .recall_checks import run_checks
 
+        ranking = self.recaller.for_checks([check["query"] for check in checks], mode)
         with read_transaction(self.engine) as conn:
-            return run_checks(conn, checks, k)
+            return run_checks(conn, checks, k, ranking)
 
     def report(
         self, namespace: str | None = DEFAULT_NAMESPACE, *, now: int | None = None,
@@ -258,6 +260,7 @@ class MemoryStore:
     def consolidate(
         self, capacity: int, namespace: str | None = DEFAULT_NAMESPACE, dry_run: bool = False, *, full: bool = False,
         list_kept: bool = False, checks: Sequence[Mapping[str, str]] | None = None, k: int = CHECK_K,
+        check_mode: str | None = None,
     ) -> ConsolidationReport:
         """Deduplicate, then evict to `capacity`, in one transaction; `namespace=None` runs every namespace.
 
@@ -274,13 +277,14 @@ class MemoryStore:
             lambda conn: consolidate_in_transaction(
                 conn, capacity, namespace, now_ms(), dry_run=dry_run, full=full, list_kept=list_kept
             ),
-            dry_run, checks, k,
+            dry_run, checks, k, check_mode,
         )  # fmt: skip
 
     def prune(
         self, namespace: str | None = DEFAULT_NAMESPACE, *, now: int | None = None,
         stale_threshold: float = STALE_THRESHOLD, min_age_days: int = MIN_AGE_DAYS, dry_run: bool = False,
         list_kept: bool = False, checks: Sequence[Mapping[str, str]] | None = None, k: int = CHECK_K,
+        check_mode: str | None = None,
     ) -> ConsolidationReport:
         """Archive exact duplicates (Stage 1 rule: newest wins) and stale memories; pinned ones stay."""
         from .consolidate import prune_in_transaction
@@ -291,17 +295,18 @@ class MemoryStore:
                 conn, namespace, now_ms(), as_of=as_of, stale_threshold=stale_threshold,
                 min_age_days=min_age_days, dry_run=dry_run, list_kept=list_kept,
             ),
-            dry_run, checks, k,
+            dry_run, checks, k, check_mode,
         )  # fmt: skip
 
-    def _run_job(self, apply, dry_run: bool, checks, k: int) -> ConsolidationReport:
+    def _run_job(self, apply, dry_run: bool, checks, k: int, check_mode: str | None) -> ConsolidationReport:
         """Apply a job in one write transaction; keep it only if it is real and every check passes."""
         from .recall_checks import run_checks
 
+        ranking = self.recaller.for_checks([check["query"] for check in checks], check_mode) if checks else None
         with write_transaction(self.engine, defer_checkpoint=True) as conn:
             report = apply(conn)
             if checks:
-                report.checks = run_checks(conn, checks, k)
+                report.checks = run_checks(conn, checks, k, ranking)
             failed = any(not check.passed for check in report.checks)
             if dry_run or failed:
                 conn.get_transaction().rollback()
@@ -322,7 +327,7 @@ class MemoryStore:
         self, phases: Sequence[str] | None = None, *, namespace: str | None = DEFAULT_NAMESPACE,
         capacity: int | None = None, checks: Sequence[Mapping[str, str]] | None = None, k: int = CHECK_K,
         dry_run: bool = False, duplicate_at: float | None = None, related_at: float | None = None,
-        stale_threshold: float = STALE_THRESHOLD, min_age_days: int = MIN_AGE_DAYS,
+        stale_threshold: float = STALE_THRESHOLD, min_age_days: int = MIN_AGE_DAYS, check_mode: str | None = None,
     ) -> MaintainReport:
         """Run the maintenance phases (default: all of check, dedup, semantic, contradict, stale,
         evict, verify) in that order, each one transaction and one run; see memstore.maintain."""
@@ -330,8 +335,8 @@ class MemoryStore:
 
         if capacity is not None:
             check_capacity(capacity)
-        options = Options(namespace, capacity, checks, k, dry_run, duplicate_at, related_at, stale_threshold, min_age_days)
-        return maintain(self.engine, self.embeddings, parse_phases(phases), options)
+        options = Options(namespace, capacity, checks, k, dry_run, duplicate_at, related_at, stale_threshold, min_age_days, check_mode)
+        return maintain(self.engine, self.embeddings, self.recaller, parse_phases(phases), options)
 
     # -- embeddings (the semantic extra) ---------------------------------------------------------
 

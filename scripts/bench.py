@@ -58,11 +58,6 @@ Operations (once per bench run, not per size; ``--only ops`` runs just these):
 Semantic (once per bench run; ``--only semantic`` runs just these; needs the semantic extra and the
 offline model, ``--model-dir``, default ``.model-cache/minilm``, assembled by ``scripts/offline-model``):
 
-* ``hybrid_quality``: recall@5 of ``recall(question, 5, mode=...)`` for full-text, vectors and hybrid
-  over the questions of ``tests/data/recall_questions.jsonl`` (asked in other words than their
-  memory) among the memories of ``tests/data/recall_memories.jsonl``; plain reciprocal rank fusion
-  (k = 60) of the same two lists for reference. Targets: hybrid >= full-text + 0.3, and no more than
-  0.05 below vectors alone.
 * ``hybrid_latency``: ``--semantic-size`` generated memories (default 100,000) embedded with the
   real model, then p50 over ``--queries`` queries of ``recall(q, 5, touch=False)`` in hybrid mode in
   one process (its vectors held in memory after the first query), against the p50 of embedding the
@@ -726,42 +721,6 @@ def bench_cli_add(work: Path, args) -> dict:
     return {"memstore_add": memstore_times, "import_sqlalchemy_click": baseline_times}
 
 
-def recall_at_5(store: MemoryStore, questions: list[dict], mode: str) -> tuple[float, list[list[str]]]:
-    tops = [[row["id"] for row in store.recall(q["question"], 5, touch=False, mode=mode)] for q in questions]
-    return sum(q["expect_id"] in top for q, top in zip(questions, tops)) / len(questions), tops
-
-
-def bench_hybrid_quality(work: Path, args) -> dict:
-    log("== semantic: recall@5 on the question set ...")
-    data = REPO / "tests" / "data"
-    memories = [json.loads(line) for line in (data / "recall_memories.jsonl").read_text().splitlines() if line.strip()]
-    questions = [json.loads(line) for line in (data / "recall_questions.jsonl").read_text().splitlines() if line.strip()]
-    path = work / "hybrid-quality.db"
-    remove_store(path)
-    with MemoryStore(path) as store:
-        store.add_many(memories)
-        store.enable_embeddings(args.model_dir)
-        store.sync_embeddings()
-        out = {"memories": len(memories), "questions": len(questions)}
-        for mode in ("lexical", "semantic", "hybrid"):
-            out[mode], _ = recall_at_5(store, questions, mode)
-        # Plain reciprocal rank fusion of the same two rankings, for reference.
-        hits = 0
-        for q in questions:
-            lexical = [row["id"] for row in store.recall(q["question"], 20, touch=False, mode="lexical")]
-            semantic = [row["id"] for row in store.recall(q["question"], 20, touch=False, mode="semantic")]
-            scores: dict[str, float] = {}
-            for ranking in (lexical, semantic):
-                for rank, memory_id in enumerate(ranking):
-                    scores[memory_id] = scores.get(memory_id, 0.0) + 1 / (60 + rank + 1)
-            top = [memory_id for memory_id, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:5]]
-            hits += q["expect_id"] in top
-        out["plain_rrf"] = hits / len(questions)
-    remove_store(path)
-    log(f"  recall@5: lexical {out['lexical']:.2f}, semantic {out['semantic']:.2f}, hybrid {out['hybrid']:.2f}, plain RRF {out['plain_rrf']:.2f}")
-    return out
-
-
 def bench_hybrid_latency(work: Path, args) -> dict:
     size = args.semantic_size
     log(f"== semantic: hybrid recall latency on {size:,} memories (embedding them first) ...")
@@ -810,18 +769,12 @@ def bench_hybrid_latency(work: Path, args) -> dict:
 
 
 def run_semantic(args, work: Path) -> dict:
-    return {"hybrid_quality": bench_hybrid_quality(work, args), "hybrid_latency": bench_hybrid_latency(work, args)}
+    return {"hybrid_latency": bench_hybrid_latency(work, args)}
 
 
 def semantic_rows(sem: dict) -> list[dict]:
-    q, lat = sem["hybrid_quality"], sem["hybrid_latency"]
+    lat = sem["hybrid_latency"]
     rows = [
-        dict(scenario=f"recall@5, {q['questions']} questions: hybrid vs full-text", size=q["memories"], memstore=None, baseline=None,
-             ratio=None, ratio_def="", target=f"{q['hybrid']:.2f} vs {q['lexical']:.2f}: >= +0.30", met=q["hybrid"] >= q["lexical"] + 0.3),
-        dict(scenario="  hybrid vs vectors alone", size=q["memories"], memstore=None, baseline=None, ratio=None, ratio_def="",
-             target=f"{q['hybrid']:.2f} vs {q['semantic']:.2f}: >= -0.05", met=q["hybrid"] >= q["semantic"] - 0.05),
-        dict(scenario=f"  plain RRF (k=60), for reference: {q['plain_rrf']:.2f}", size=q["memories"], memstore=None, baseline=None,
-             ratio=None, ratio_def="", target="(for reference)", met=None),
         dict(scenario="hybrid recall p50 vs query embedding p50", size=lat["size"], memstore=lat["hybrid_p50"], baseline=lat["embed_p50"],
              ratio=lat["hybrid_p50"] - lat["embed_p50"], ratio_def="s over embed", target="<= 20 ms over embed",
              met=lat["hybrid_p50"] <= lat["embed_p50"] + 0.020),

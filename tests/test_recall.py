@@ -190,16 +190,29 @@ def test_a_query_of_common_words_only_keeps_them_all(store):
     common_word_store(store)
     top = store.recall("the", k=3, touch=False)
     assert len(top) == 3 and all("the" in row["text"].lower().split() for row in top)
-    both = store.recall("the filler", k=10**6, touch=False)
-    assert len(both) == len(store.recall("the", k=10**6, touch=False))  # every 'the' memory matches
+    both = store.recall("filler note", k=10**6, touch=False)
+    assert len(both) == len(store.recall("filler", k=10**6, touch=False))  # every 'filler' memory matches
+
+
+def test_function_words_drop_out_when_the_query_has_another_word(store):
+    """In a namespace of a few short memories no word is common by count, yet "what" and "did"
+    say nothing about which memory is meant: they neither match nor rank next to "biscuit"."""
+    store.add_many([
+        {"id": "q1", "text": "What did you do last weekend?"},
+        {"id": "q2", "text": "What did the vet say?"},
+        {"id": "b1", "text": "Biscuit is a beagle."},
+    ])  # fmt: skip
+    assert [row["id"] for row in store.recall("What did Biscuit do?", touch=False)] == ["b1"]
+    # A query made only of function words keeps them.
+    assert sorted(row["id"] for row in store.recall("what did", touch=False)) == ["q1", "q2"]
 
 
 def test_recall_words_agree_with_counting_the_texts(sqlite_store):
     """recall_words against a count made in Python from the texts, for queries mixing common, boundary
     and rare words, repeated words and words in no memory."""
     from memstore.db import read_transaction
-    from memstore.words import tokens
     from memstore.fulltext import recall_words
+    from memstore.words import FUNCTION_WORDS, tokens
 
     limit = common_word_store(sqlite_store)
     holding: dict[str, int] = {}
@@ -210,6 +223,7 @@ def test_recall_words_agree_with_counting_the_texts(sqlite_store):
     with read_transaction(sqlite_store.engine) as conn:
         for query in queries:
             words = list(dict.fromkeys(tokens(query)))
+            words = [word for word in words if word not in FUNCTION_WORDS] or words
             rarer = [word for word in words if holding.get(word, 0) <= limit]
             expected = words if len(words) < 2 else (rarer or words)
             assert recall_words(conn, query) == expected, query

@@ -15,7 +15,10 @@ from memstore import MemoryStore, MemstoreError
 from memstore.cli import cli
 from memstore.semantic.pairs import DUPLICATE_AT
 
+from .conftest import REPO
 from .handmade import store_handmade_vectors
+
+REPO_DATA = REPO / "tests" / "data"
 
 FACTS = [
     {"id": "d1", "text": "Deploy v2.1 to staging at 3pm.", "timestamp": 1},
@@ -372,3 +375,46 @@ def test_pairs_are_only_ever_made_within_a_namespace(store):
     phase = store.maintain(["semantic"], namespace=None).phases[0]
     assert [(a["id"], a["namespace"], a["superseded_by"]) for a in phase.archived] == [("h1", "home", "h2")]
     assert [m["id"] for m in store.list("work")] == ["w1"]
+
+
+# -- recall checks gate on the recall agents get ---------------------------------------------------
+
+
+def _reworded(count: int):
+    root = REPO_DATA
+    memories = [json.loads(line) for line in (root / "recall_memories.jsonl").read_text().splitlines() if line.strip()]
+    questions = [json.loads(line) for line in (root / "recall_questions.jsonl").read_text().splitlines() if line.strip()][:count]
+    return memories, [{"query": q["question"], "expect_id": q["expect_id"]} for q in questions]
+
+
+def test_verify_passes_exactly_the_checks_whose_memory_recall_returns(sqlite_store, model_dir):
+    memories, checks = _reworded(40)
+    sqlite_store.add_many({"id": m["id"], "text": m["text"]} for m in memories)
+    sqlite_store.enable_embeddings(model_dir)
+    sqlite_store.sync_embeddings()
+    results = sqlite_store.verify(checks, 5)
+    recalled = [c["expect_id"] in [row["id"] for row in sqlite_store.recall(c["query"], 5, touch=False)] for c in checks]
+    assert [r.passed for r in results] == recalled
+    assert {r.mode for r in results} == {"hybrid"}
+    # Full text alone passes far fewer of these questions asked in other words.
+    lexical = sqlite_store.verify(checks, 5, mode="lexical")
+    assert {r.mode for r in lexical} == {"lexical"}
+    assert sum(r.passed for r in lexical) + 15 <= sum(r.passed for r in results)
+
+
+def test_a_job_gates_on_hybrid_recall_and_the_report_says_so(sqlite_store, model_dir, db_path, tmp_path):
+    memories, checks = _reworded(5)
+    sqlite_store.add_many({"id": m["id"], "text": m["text"]} for m in memories)
+    sqlite_store.enable_embeddings(model_dir)
+    sqlite_store.sync_embeddings()
+    report = sqlite_store.consolidate(capacity=1000, checks=checks, k=5, dry_run=True)
+    assert {c.mode for c in report.checks} == {"hybrid"}
+    assert {c.mode for c in sqlite_store.prune(checks=checks, k=5, dry_run=True, check_mode="lexical").checks} == {"lexical"}
+    maintained = sqlite_store.maintain(["verify"], checks=checks, k=5)
+    assert maintained.phases[0].counts["checks_mode"] == "hybrid"
+    path = tmp_path / "checks.json"
+    path.write_text(json.dumps(checks))
+    out = CliRunner().invoke(cli, ["--db", str(db_path), "verify", str(path), "-k", "5"])
+    assert out.output.startswith("recall checks ranked by hybrid recall, top 5\n")
+    out = CliRunner().invoke(cli, ["--db", str(db_path), "verify", str(path), "-k", "5", "--mode", "lexical", "--json"])
+    assert json.loads(out.output)["mode"] == "lexical"

@@ -6,7 +6,10 @@ import click
 
 from ..defaults import CHECK_K, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, STALE_THRESHOLD
 from .app import cli, open_store
-from .options import checks_options, chosen_namespace, json_option, list_kept_option, namespace_options, parse_now, read_checks_file
+from .options import (
+    CHECKS_MODE_HELP, checks_options, chosen_namespace, json_option, list_kept_option, mode_option, namespace_options, parse_now,
+    read_checks_file,
+)  # fmt: skip
 from .render import checks_document, print_checks, print_inventory, print_json, print_maintain, print_run
 
 
@@ -19,7 +22,7 @@ from .render import checks_document, print_checks, print_inventory, print_json, 
 @list_kept_option
 @json_option
 @click.pass_context
-def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks, k, list_kept, as_json) -> None:
+def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks, k, mode, list_kept, as_json) -> None:
     """Deduplicate, then evict to a capacity.
 
     Stage 1 keeps the newest memory of each normalised key; Stage 2 keeps the CAPACITY
@@ -36,7 +39,7 @@ def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks,
     namespace = chosen_namespace(namespace, all_namespaces)
     check_list = read_checks_file(checks)
     report = open_store(ctx).consolidate(
-        capacity, namespace, dry_run=dry_run, full=full, list_kept=list_kept, checks=check_list, k=k
+        capacity, namespace, dry_run=dry_run, full=full, list_kept=list_kept, checks=check_list, k=k, check_mode=mode
     )
     if as_json:
         return print_json(report.to_dict())
@@ -53,7 +56,7 @@ def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks,
 @list_kept_option
 @json_option
 @click.pass_context
-def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dry_run, checks, k, list_kept, as_json) -> None:
+def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dry_run, checks, k, mode, list_kept, as_json) -> None:
     """Archive exact duplicates and stale memories.
 
     Exact duplicates go by the consolidation rule (the newest copy survives); memories
@@ -69,7 +72,7 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
     check_list = read_checks_file(checks)
     result = open_store(ctx).prune(
         namespace, now=parse_now(now), stale_threshold=stale_threshold, min_age_days=min_age_days,
-        dry_run=dry_run, list_kept=list_kept, checks=check_list, k=k,
+        dry_run=dry_run, list_kept=list_kept, checks=check_list, k=k, check_mode=mode,
     )  # fmt: skip
     if as_json:
         return print_json(result.to_dict())
@@ -89,7 +92,7 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
 @json_option
 @click.pass_context
 def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicate_at, related_at, stale_threshold,
-             min_age_days, checks, k, as_json) -> None:  # fmt: skip
+             min_age_days, checks, k, mode, as_json) -> None:  # fmt: skip
     """Run the maintenance phases: check, dedup, semantic, contradict, stale, evict, verify.
 
     In that order, each one transaction and one run (`memstore restore --run N` undoes it).
@@ -107,6 +110,7 @@ def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicat
         None if phases is None else [name.strip() for name in phases.split(",") if name.strip()],
         namespace=namespace, capacity=capacity, checks=read_checks_file(checks), k=k, dry_run=dry_run,
         duplicate_at=duplicate_at, related_at=related_at, stale_threshold=stale_threshold, min_age_days=min_age_days,
+        check_mode=mode,
     )  # fmt: skip
     print_json(report.to_dict()) if as_json else print_maintain(report)
     if not report.ok:
@@ -137,21 +141,24 @@ def report(ctx, namespace, all_namespaces, now, near_threshold, as_json) -> None
 @cli.command()
 @click.argument("checks", type=click.File("rb"))
 @click.option("-k", "k", type=click.IntRange(min=1), default=CHECK_K, show_default=True, help="Recall depth.")
+@mode_option(CHECKS_MODE_HELP)
 @json_option
 @click.pass_context
-def verify(ctx, checks, k, as_json) -> None:
+def verify(ctx, checks, k, mode, as_json) -> None:
     """Check that recall still finds what it must.
 
     CHECKS is a JSON list of {"query", "expect_id"} (optionally "namespace"). A check
-    passes when expect_id, or the memory that superseded it, is in the top k. Exit 0 when
-    every check passes, 1 otherwise. Recall counts are not touched.
+    passes when expect_id, or the memory that superseded it, is in the top k of recall,
+    ranked as `memstore recall` ranks by default (hybrid when the store has vectors) unless
+    --mode says otherwise. Exit 0 when every check passes, 1 otherwise. Recall counts are
+    not touched.
 
     \b
     Example:
         memstore verify checks.json -k 3
     """
     check_list = read_checks_file(checks)
-    results = open_store(ctx).verify(check_list, k)
+    results = open_store(ctx).verify(check_list, k, mode=mode)
     print_json(checks_document(results)) if as_json else print_checks(results, k)
     if not all(r.passed for r in results):
         ctx.exit(1)

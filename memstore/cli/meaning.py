@@ -6,9 +6,9 @@ import sys
 
 import click
 
-from ..defaults import DEFAULT_NAMESPACE, RECALL_K, RECALL_MODES
+from ..defaults import DEFAULT_NAMESPACE, RECALL_K
 from .app import cli, open_store
-from .options import chosen_namespace, json_option, namespace_options
+from .options import chosen_namespace, json_option, mode_option, namespace_options
 from .render import print_flags, print_json, print_recalled
 
 
@@ -17,8 +17,7 @@ from .render import print_flags, print_json, print_recalled
 @click.option("-k", "k", type=click.IntRange(min=1), default=RECALL_K, show_default=True, help="How many memories.")
 @click.option("--namespace", "-n", default=DEFAULT_NAMESPACE, show_default=True)
 @click.option("--no-touch", is_flag=True, help="Do not count this as a recall.")
-@click.option("--mode", type=click.Choice(RECALL_MODES), default=None,
-              help="Full-text, vectors, or both fused (default: hybrid when the store has vectors, else lexical).")
+@mode_option("Full-text, vectors, or both fused (default: hybrid when the store has vectors, else lexical).")
 @json_option
 @click.pass_context
 def recall(ctx, query, k, namespace, no_touch, mode, as_json) -> None:

@@ -9,11 +9,19 @@ from typing import Any
 
 import click
 
-from ..defaults import CHECK_K, DEFAULT_NAMESPACE
+from ..defaults import CHECK_K, DEFAULT_NAMESPACE, RECALL_MODES
 from ..io import iso_to_ms, read_checks
 
 
+def mode_option(help: str) -> Callable[[Callable], Callable]:
+    return click.option("--mode", type=click.Choice(RECALL_MODES), default=None, help=help)
+
+
+CHECKS_MODE_HELP = "How recall checks rank (default: as recall does, hybrid when the store has vectors, else lexical)."
+
+
 def checks_options(fn: Callable) -> Callable:
+    fn = mode_option(CHECKS_MODE_HELP)(fn)
     fn = click.option("-k", "k", type=click.IntRange(min=1), default=CHECK_K, show_default=True, help="Recall depth for --checks.")(fn)
     return click.option(
         "--checks", type=click.File("rb"), default=None,

@@ -57,6 +57,8 @@ def print_run(ctx: click.Context, report) -> None:
                     [[a.id, a.namespace, a.reason, a.superseded_by] for a in report.archived])  # fmt: skip
     if report.kept_ids is not None:
         click.echo(f"kept: {' '.join(report.kept_ids)}")
+    if report.checks:
+        click.echo(f"recall checks ranked by {report.checks[0].mode} recall")
     for check in report.checks:
         click.echo(f"check {'pass' if check.passed else 'FAIL'}: {check.query!r} expects {check.expect_id}")
     if not report.dry_run and report.archived:
@@ -113,11 +115,14 @@ def print_inventory(result: dict[str, Any]) -> None:
 
 
 def checks_document(results) -> dict[str, Any]:
-    return {"passed": sum(1 for r in results if r.passed), "total": len(results), "checks": [r.__dict__ for r in results]}
+    mode = results[0].mode if results else None
+    return {"passed": sum(1 for r in results if r.passed), "total": len(results), "mode": mode, "checks": [r.__dict__ for r in results]}
 
 
 def print_checks(results, k: int) -> None:
-    """Each recall check, pass or FAIL with the top k it saw, then the tally."""
+    """Which recall ranked, each recall check (pass or FAIL, with the top k it saw), then the tally."""
+    if results:
+        click.echo(f"recall checks ranked by {results[0].mode} recall, top {k}")
     for r in results:
         via = f" (now {r.resolved_id})" if r.resolved_id not in (None, r.expect_id) else ""
         click.echo(f"{'pass' if r.passed else 'FAIL'}  {r.query!r} expects {r.expect_id}{via}; top {k}: {', '.join(r.top_ids) or '-'}")

@@ -1,36 +1,38 @@
 """Hybrid recall: fuse the full-text ranking with the vector ranking, keeping what each finds.
 
-Plain reciprocal rank fusion (RRF) gives a weak list and a strong list equal votes: a memory that
-matched the query's generic words ("user", "use") at lexical rank 1 outvotes the memory the vectors
-found at rank 2. Asked in other words, full-text search finds little, so RRF throws away much of what
-the vectors found (measured in ``docs/semantic.md``).
+Every candidate, found by the words or by the vectors, is judged on two scores it has whichever
+ranking found it, each comparable from one query to the next:
 
-`fuse` judges every candidate by its cosine similarity to the query, the one score that is
-comparable across memories, and gives a full-text match a bounded bonus:
+    score = cosine + LEXICAL_WEIGHT * coverage
 
-    score = cosine + LEXICAL_WEIGHT * lexical_score / best_lexical_score
+* `cosine`: its similarity in meaning to the query (unit vectors, so -1 .. 1).
+* `coverage`: the share of the query's information the memory's words hold, 0 .. 1: each word of
+  the query that recall searches on (`memstore.fulltext.recall_words`) weighs its inverse document
+  frequency, log((N - n + 0.5) / (n + 0.5)) as BM25 weighs it, N memories of which n hold the word;
+  coverage is the weight of the words the memory holds over the weight of all of them.
 
-* A memory found by the vectors keeps its place unless another candidate is within
-  `LEXICAL_WEIGHT` of its cosine *and* matched the words: a lexical hit re-orders near-ties, never
-  buries a clear vector hit.
-* A memory found by the words and plausible in meaning (cosine near the top) rises into the results;
-  one found by the words only gets the lowest cosine of the vector list (an upper bound of its own)
-  plus its bonus. Callers that can should pass the real cosines of the full-text hits in `semantic`
-  too (the store has their vectors), so every candidate is judged on its own similarity.
-* With no vectors (an empty `semantic`), the order is the full-text order; with no full-text
-  matches, the vector order.
+The one weight adapts by itself to each query. A question that names people, places and events
+("What breed is Maya's dog Biscuit?") has rare words, and the memory holding them covers most of
+the query's weight: it rises above memories that are only about the same topic. A question in
+other words than its memory matches, at best, a generic word of low weight: the coverages stay
+small and the cosine decides. Plain reciprocal rank fusion (kept as a baseline) and a relative
+bonus (a score over the best score of the query) cannot tell the two apart: both give the best word
+match of every query the same reward, however little it matched.
 
 Deterministic: equal scores are ordered by id. Pure Python.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-# The largest cosine gap a full-text match can close (tuned on half of
-# tests/data/recall_questions.jsonl, checked on the other half: see docs/semantic.md).
-LEXICAL_WEIGHT = 0.1
+from ..words import tokens
+
+# What full coverage of the query's words is worth, in cosine (chosen on the tuning halves of
+# tests/data: see docs/semantic.md and scripts/eval_recall.py --tune).
+LEXICAL_WEIGHT = 0.5
 # The constant of plain reciprocal rank fusion, as usually published; kept as the baseline.
 RRF_K = 60
 
@@ -47,48 +49,64 @@ class Fused:
     found_by: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """A memory either ranking found, with what the fusion judges it on."""
+
+    id: str
+    cosine: float | None  # None: no vector yet (the memory waits for `embeddings sync`)
+    coverage: float
+    found_by: tuple[str, ...]
+
+
+def word_weights(words: Sequence[str], holding: Mapping[str, int], total: int) -> dict[str, float]:
+    """Each query word's weight: its inverse document frequency among `total` memories, `holding[w]`
+    of which hold it (BM25's formula, floored just above zero as SQLite's FTS5 floors it)."""
+    return {word: max(math.log((total - holding.get(word, 0) + 0.5) / (holding.get(word, 0) + 0.5)), 1e-6) for word in words}
+
+
+def coverage(weights: Mapping[str, float], text: str) -> float:
+    """The share of the query's word weight that `text` holds, 0 .. 1.
+
+    >>> round(coverage({"biscuit": 5.0, "dog": 3.0, "breed": 2.0}, "Maya: Biscuit is a beagle, our first dog."), 2)
+    0.8
+    """
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    held = set(tokens(text))
+    return sum(weight for word, weight in weights.items() if word in held) / total
+
+
+def fuse(candidates: Iterable[Candidate], k: int, *, lexical_weight: float = LEXICAL_WEIGHT) -> list[Fused]:
+    """The top `k` candidates by cosine + lexical_weight * coverage, ties by id. A candidate with no
+    vector yet is given the lowest cosine of the others (an upper bound of what it might have
+    scored among them, so a fresh memory still competes on its words).
+
+    >>> ranked = fuse([Candidate("dog", 0.41, 0.8, ("lexical", "semantic")),
+    ...                Candidate("walks", 0.55, 0.1, ("semantic",)),
+    ...                Candidate("fonts", 0.20, 0.2, ("lexical",))], 2)
+    >>> [(r.id, round(r.score, 2), r.found_by) for r in ranked]
+    [('dog', 0.81, ('lexical', 'semantic')), ('walks', 0.6, ('semantic',))]
+    """
+    if k <= 0:
+        return []
+    candidates = list(candidates)
+    floor = min((c.cosine for c in candidates if c.cosine is not None), default=0.0)
+    scored = [
+        Fused(c.id, (floor if c.cosine is None else c.cosine) + lexical_weight * c.coverage, c.found_by)
+        for c in candidates
+    ]
+    scored.sort(key=lambda fused: (-fused.score, fused.id))
+    return scored[:k]
+
+
 def _first_scores(ranking: Sequence[tuple[str, float]]) -> dict[str, float]:
     """id -> score, keeping the first (best) entry of an id listed twice."""
     scores: dict[str, float] = {}
     for memory_id, score in ranking:
         scores.setdefault(memory_id, float(score))
     return scores
-
-
-def _found_by(memory_id: str, lexical: dict[str, float], semantic: dict[str, float]) -> tuple[str, ...]:
-    return tuple(name for name, found in ((LEXICAL, lexical), (SEMANTIC, semantic)) if memory_id in found)
-
-
-def fuse(
-    lexical: Sequence[tuple[str, float]],
-    semantic: Sequence[tuple[str, float]],
-    k: int,
-    *,
-    lexical_weight: float = LEXICAL_WEIGHT,
-) -> list[Fused]:
-    """The top `k` of the union of two rankings, by cosine plus a bounded full-text bonus.
-
-    `lexical` is (id, score) best first, higher is better, any positive scale (BM25, ts_rank);
-    `semantic` is (id, cosine). See the module docstring for the rule.
-
-    >>> ranked = fuse([("m2", 8.0), ("m9", 2.0)], [("m1", 0.71), ("m2", 0.69), ("m3", 0.40)], 3)
-    >>> [(r.id, round(r.score, 3), r.found_by) for r in ranked]
-    [('m2', 0.79, ('lexical', 'semantic')), ('m1', 0.71, ('semantic',)), ('m9', 0.425, ('lexical',))]
-    """
-    if k <= 0:
-        return []
-    words = _first_scores(lexical)
-    cosines = _first_scores(semantic)
-    best_words = max(words.values(), default=0.0)
-    floor = min(cosines.values(), default=0.0)
-
-    def score(memory_id: str) -> float:
-        bonus = lexical_weight * max(words[memory_id], 0.0) / best_words if memory_id in words and best_words > 0 else 0.0
-        return cosines.get(memory_id, floor) + bonus
-
-    scored = [(score(memory_id), memory_id) for memory_id in cosines.keys() | words.keys()]
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [Fused(memory_id, value, _found_by(memory_id, words, cosines)) for value, memory_id in scored[:k]]
 
 
 def reciprocal_rank_fusion(
@@ -105,4 +123,5 @@ def reciprocal_rank_fusion(
         for rank, memory_id in enumerate(ranking, start=1):
             totals[memory_id] = totals.get(memory_id, 0.0) + 1.0 / (rrf_k + rank)
     ordered = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
-    return [Fused(memory_id, value, _found_by(memory_id, words, cosines)) for memory_id, value in ordered[:k]]
+    found = {memory_id: tuple(name for name, ranking in ((LEXICAL, words), (SEMANTIC, cosines)) if memory_id in ranking) for memory_id in totals}
+    return [Fused(memory_id, value, found[memory_id]) for memory_id, value in ordered[:k]]

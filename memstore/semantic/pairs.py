@@ -13,11 +13,21 @@ texts decide. In order:
      is extra detail, not a change ("deploy v2.1 at 3pm" / "the deploy is at 3pm").
    * **a negation on one side only** (the words of `memstore.words`): not, no, never, false, none,
      nothing, nobody, neither, nor, cannot, and every ``n't`` (doesn't, isn't, can't, ...).
+   * **a differing value written with punctuation inside it**: each side has an identifier the
+     other lacks, a word holding ``/``, ``_``, ``.``, ``@`` or ``:`` between letters or digits
+     (``Europe/Lisbon``, ``user_id``, ``config.yaml``, ``maria@northwind.com``,
+     ``db-primary.internal:5432``, a URL, a path), compared whole, whatever else the sentences say.
    * **a swapped word or name**: the same sentence (articles and dating adverbs like "now" left
      out, words lightly stemmed) but for one span of one or two words on each side, holding a
      content word ("lives in Lisbon" / "now lives in Porto", "dark mode" / "light mode"). A sentence
      said another way ("The user's name is Maria" / "User is called Maria") is not the same
      sentence, and goes on to the cosine.
+   * **a reversed relation**: the same words in another order, where two content words trade
+     places across a word that relates them ("Anna reports to Ben" / "Ben reports to Anna",
+     "prefers tea over coffee" / "prefers coffee over tea"). Words that trade places across
+     ``and``, ``or`` or a bare ``is`` only ("tea and coffee" / "coffee and tea", "X is the host" /
+     "the host is X"), and phrases moved whole ("at 9:30 every weekday" / "every weekday at 9:30"),
+     say the same thing.
 
 3. ``related`` when one sentence is the other with words added ("manager" / "skip-level
    manager"): it says more, or something else, and a merge could keep the vaguer one.
@@ -184,6 +194,11 @@ def _is_content(word: str) -> bool:
     )
 
 
+def _is_term(word: str) -> bool:
+    """A content word or a number: what a relation relates."""
+    return _is_content(word) or any(ch.isdigit() for ch in word) or word in WORD_NUMBERS
+
+
 def _one_change(text_a: str, text_b: str) -> tuple[str, list[str], list[str]] | None:
     """How two sentences differ when they differ in one place only: (operation, words of a, words of
     b), the words as written; None when they are equal or differ in more places."""
@@ -227,6 +242,73 @@ def added_words(text_a: str, text_b: str) -> list[str] | None:
     return added if any(map(_is_content, added)) else None
 
 
+# Words that relate two things symmetrically: a pair that trades places across these alone says
+# the same thing ("tea and coffee" / "coffee and tea"; "X is the host" / "the host is X").
+SYMMETRIC_WORDS = frozenset("and or nor plus is are was were be been being am".split())
+
+
+def reversed_words(text_a: str, text_b: str) -> tuple[str, str] | None:
+    """Two terms (content words or numbers) that trade places across a word relating them, in two
+    sentences made of the same words (articles and filler adverbs left out, words lightly
+    stemmed); None otherwise.
+
+    A word repeated in a sentence is matched occurrence by occurrence ("the billing service depends
+    on the auth service"). The pair must have a word between it on both sides, other than the
+    SYMMETRIC_WORDS: "Ben reports to Anna" has "reports to" between Anna and Ben as "Anna reports to
+    Ben" has, and the two say opposite things; "every weekday the standup is at 9:30" moves a phrase
+    of "the standup is at 9:30 every weekday", and no pair has a word between it in both.
+    """
+    (a, written_a), (b, _) = _aligned_words(text_a), _aligned_words(text_b)
+    if a == b or sorted(a) != sorted(b):
+        return None
+
+    def keyed(words: list[str]) -> list[tuple[str, int]]:
+        seen: dict[str, int] = {}
+        out = []
+        for word in words:
+            seen[word] = seen.get(word, 0) + 1
+            out.append((word, seen[word]))
+        return out
+
+    key_a, key_b = keyed(a), keyed(b)
+    position_b = {key: i for i, key in enumerate(key_b)}
+    for i, j in ((i, j) for i in range(len(a)) for j in range(i + 1, len(a))):
+        if not (_is_term(written_a[i]) and _is_term(written_a[j])):
+            continue
+        first, second = position_b[key_a[i]], position_b[key_a[j]]
+        if first < second:
+            continue  # their order is kept
+        between = {word for word, _ in key_a[i + 1 : j]} & {word for word, _ in key_b[second + 1 : first]}
+        if between - SYMMETRIC_WORDS:
+            return written_a[i], written_a[j]
+    return None
+
+
+# -- values written with punctuation inside them -------------------------------------------------
+
+# A word with /, _, ., @ or : between two letters or digits: identifiers, paths, e-mails, URLs.
+_VALUE_INSIDE = re.compile(r"[^\W_][/_.@:]+[^\W_]|[^\W_]_|_[^\W_]")
+# What a sentence puts around a word: quotes, brackets, and the punctuation that ends a clause.
+_AROUND = "\"'“”‘’()[]{}<>,;!?"
+# A number (with its separators) or a time is the number rule's to compare.
+_NUMERIC = re.compile(r"v?\d+(?:[.,:]\d+)*(?:\s?[ap]\.?m\.?)?|[ap]\.m\.?", re.IGNORECASE)
+
+
+def values(text: str) -> set[str]:
+    """The identifiers in `text`, lowercased: words holding /, _, ., @ or : between letters or
+    digits (a sentence's closing punctuation and surrounding quotes taken off), numbers left out.
+
+    >>> sorted(values("Logs go to /var/log/app, the timezone is Europe/Lisbon."))
+    ['/var/log/app', 'europe/lisbon']
+    """
+    found = set()
+    for word in text.split():
+        word = word.strip(_AROUND).rstrip(".:")
+        if _VALUE_INSIDE.search(word) and not _NUMERIC.fullmatch(word):
+            found.add(word.lower())
+    return found
+
+
 def _names(text: str) -> set[str]:
     """Capitalised words that do not start a sentence, lowercased: likely names."""
     found = set()
@@ -247,12 +329,18 @@ def contradiction_reason(text_a: str, text_b: str) -> str | None:
     only_a, only_b = differing_numbers(text_a, text_b)
     if only_a and only_b:
         return f"a number differs: {_show(only_a)} vs {_show(only_b)}"
+    values_a, values_b = values(text_a), values(text_b)
+    if values_a - values_b and values_b - values_a:
+        return f"a value differs: {'/'.join(sorted(values_a - values_b))} vs {'/'.join(sorted(values_b - values_a))}"
     if negated(text_a) != negated(text_b):
         return f"a negation on one side only ({'first' if negated(text_a) else 'second'} says no)"
     swap = swapped_words(text_a, text_b)
     if swap is not None:
         what = "name" if (set(swap[0]) & _names(text_a)) or (set(swap[1]) & _names(text_b)) else "word"
         return f"the same sentence with one {what} swapped: {' '.join(swap[0])} vs {' '.join(swap[1])}"
+    reversal = reversed_words(text_a, text_b)
+    if reversal is not None:
+        return f"the same words in another order: {reversal[0]} and {reversal[1]} trade places"
     return None
 
 

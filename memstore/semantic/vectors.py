@@ -211,6 +211,15 @@ class VectorIndex:
             depth *= 4
 
 
+def cosines(conn: Connection, model: EmbeddingModel, ids: Sequence[str], query_vector: np.ndarray) -> dict[str, float]:
+    """The cosine of each of `ids` that has a vector from `model` to `query_vector` (unit vectors)."""
+    rows = list(rows_in(conn, select(memory_vectors.c.memory_id, memory_vectors.c.vector).where(memory_vectors.c.model == model.name), memory_vectors.c.memory_id, list(ids)))
+    if not rows:
+        return {}
+    similarity = from_blobs((blob for _, blob in rows), model.dim) @ query_vector
+    return {memory_id: float(value) for (memory_id, _), value in zip(rows, similarity)}
+
+
 def _live_in(conn: Connection, ids: Iterable[str], namespace: str) -> set[str]:
     """Which of `ids` are live memories of `namespace`."""
     # Namespace compared here, not in SQL: with it SQLite may walk the namespace's whole index
