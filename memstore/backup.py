@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
+
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
 
+from .db import sqlite_driver
 from .errors import MemstoreError
 from .files import create_private_file
 
@@ -41,7 +42,7 @@ def backup_sqlite(engine: Engine, destination: str | os.PathLike[str], *, force:
         shutil.copymode(target, partial)
     raw = engine.raw_connection()
     try:
-        copy = sqlite3.connect(partial)
+        copy = sqlite_driver().connect(partial)
         try:
             raw.driver_connection.backup(copy)
             counts = {table: copy.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in COUNTED_TABLES}

@@ -60,9 +60,59 @@ def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
     return engine_or_conn.dialect.name == "sqlite"
 
 
+# The connection-pool entry's info key saying sqlite-vec is loaded in that connection.
+VEC_LOADED = "memstore_sqlite_vec"
+
+
+def sqlite_driver() -> Any:
+    """The DB-API module SQLite stores are opened with: the standard `sqlite3` when it can load
+    extensions (sqlite-vec needs that), else `sqlean` (a drop-in `sqlite3` that can; the semantic
+    extra installs it), else the standard one, without vector search in SQL."""
+    import sqlite3
+
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        return sqlite3
+    try:
+        import sqlean
+    except ImportError:
+        return sqlite3
+    return sqlean
+
+
+def sqlite_vec_path() -> str | None:
+    """Where sqlite-vec's loadable extension is, when the package is installed. Found without
+    importing the package, which imports NumPy."""
+    from importlib.util import find_spec
+
+    spec = find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.join(list(spec.submodule_search_locations)[0], "vec0")
+
+
+def _load_sqlite_vec(dbapi_connection: Any) -> bool:
+    path = sqlite_vec_path()
+    if path is None or not hasattr(dbapi_connection, "enable_load_extension"):
+        return False
+    try:
+        dbapi_connection.enable_load_extension(True)
+        try:
+            dbapi_connection.load_extension(path)
+        finally:
+            dbapi_connection.enable_load_extension(False)
+    except Exception:  # a build of SQLite that refuses it: vector search falls back to NumPy
+        return False
+    return True
+
+
+def vec_loaded(conn: Connection) -> bool:
+    """Whether sqlite-vec is loaded in this (SQLite) connection."""
+    return bool(conn.connection.info.get(VEC_LOADED))
+
+
 def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
     @event.listens_for(engine, "connect")
-    def on_connect(dbapi_connection, _record) -> None:
+    def on_connect(dbapi_connection, record) -> None:
         # Take transaction control away from the driver: it begins lazily and never for some
         # statements, which turns a waiting writer into an instant "database is locked".
         dbapi_connection.isolation_level = None
@@ -71,6 +121,7 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.close()
+        record.info[VEC_LOADED] = _load_sqlite_vec(dbapi_connection)
 
     @event.listens_for(engine, "begin")
     def on_begin(conn: Connection) -> None:
@@ -87,7 +138,8 @@ def make_engine(path_or_url: str | os.PathLike[str], busy_timeout_ms: int = BUSY
         # the store file's mode); an existing one keeps the mode its owner gave it.
         make_private_dirs(Path(url.database).parent)
         create_private_file(url.database)
-    engine = create_engine(url)
+    sqlite = url.get_backend_name() == "sqlite"
+    engine = create_engine(url, module=sqlite_driver()) if sqlite and url.get_driver_name() == "pysqlite" else create_engine(url)
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine, busy_timeout_ms)
     _engines.add(engine)

@@ -18,7 +18,11 @@ from .db import read_transaction, write_transaction
 from .errors import MemstoreError
 from .records import now_ms
 from .semantic.embed import BATCH_SIZE, DEFAULT_MODEL, Embedder, to_blob
-from .semantic.vectors import EmbeddingModel, count_pending, model_of, pending, require_model, set_model, store_vectors
+from .semantic.query_model import QueryModel
+from .semantic.vectors import (
+    EmbeddingModel, count_pending, ensure_index, model_of, pending, require_model, search_backend, search_notice, set_model,
+    store_vectors,
+)  # fmt: skip
 
 
 class Embeddings:
@@ -26,11 +30,13 @@ class Embeddings:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        # Memories are embedded in batches on two threads; queries on one thread of their own
-        # (ONNX Runtime's workers spin for a while after each run, and on two cores that slowed
-        # the vector search following each query by half).
+        # Memories are embedded in batches with fastembed, on two threads. Queries on one thread of
+        # their own (ONNX Runtime's workers spin for a while after each run, and on two cores that
+        # slowed the vector search following each query by half), and for a model directory by
+        # the lean QueryModel, which loads no fastembed.
         self.batch_embedder: Embedder | None = None
-        self.query_embedder: Embedder | None = None
+        self.query_model: tuple[str, bool, Callable[[str], Any]] | None = None  # (model name, optimized, embed one text)
+        self.queries = 0
 
     def enable(self, model: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Record the embedding model of this store: a fastembed model name (default
@@ -39,9 +45,10 @@ class Embeddings:
         embedder = Embedder(DEFAULT_MODEL if model is None else model)
         chosen = EmbeddingModel(embedder.model_name, embedder.source, embedder.dim)
         with write_transaction(self.engine) as conn:
-            set_model(conn, chosen)
+            notice = set_model(conn, chosen)
+            search = search_backend(conn, chosen)
         self.batch_embedder = embedder
-        return {"model": chosen.name, "source": chosen.source, "dim": chosen.dim}
+        return {"model": chosen.name, "source": chosen.source, "dim": chosen.dim, "search": search, "notice": notice}
 
     def status(self) -> dict[str, Any] | None:
         """The store's model and how many live memories still need a vector; None if not enabled."""
@@ -49,7 +56,10 @@ class Embeddings:
             model = model_of(conn)
             if model is None:
                 return None
-            return {"model": model.name, "source": model.source, "dim": model.dim, "pending": count_pending(conn, model)}
+            return {
+                "model": model.name, "source": model.source, "dim": model.dim, "pending": count_pending(conn, model),
+                "search": search_backend(conn, model), "notice": search_notice(conn, model),
+            }  # fmt: skip
 
     def sync(
         self,
@@ -59,7 +69,8 @@ class Embeddings:
         conn: Connection | None = None,
     ) -> dict[str, Any]:
         """Embed every live memory that has no vector from the store's model, a batch per
-        transaction, or all in the caller's transaction `conn`. `progress(done, total)` is called
+        transaction, or all in the caller's transaction `conn`; first build the vector index if
+        it is missing or out of step and this process can. `progress(done, total)` is called
         after each batch."""
 
         def reading() -> AbstractContextManager[Connection]:
@@ -68,10 +79,12 @@ class Embeddings:
         def writing() -> AbstractContextManager[Connection]:
             return nullcontext(conn) if conn is not None else write_transaction(self.engine)
 
+        with writing() as writer:
+            model = require_model(writer)
+            ensure_index(writer, model)
         with reading() as reader:
-            model = require_model(reader)
             total = count_pending(reader, model)
-        embedder = self._embedder(model, for_queries=False) if total else None
+        embedder = self._embedder(model) if total else None
         done, after_seq = 0, 0
         while done < total and embedder is not None:
             with reading() as reader:
@@ -90,20 +103,34 @@ class Embeddings:
         """`query` embedded with the store's model (a unit float32 vector)."""
         with read_transaction(self.engine) as conn:
             model = require_model(conn)
-        return self._embedder(model, for_queries=True).embed([query])[0]
+        self.queries += 1
+        # The first query of a process loads the model lean; a process that keeps recalling
+        # switches to the optimized graph (QueryModel says what each costs).
+        optimized = self.queries > 1
+        if self.query_model is None or self.query_model[0] != model.name or self.query_model[1] < optimized:
+            self.query_model = (model.name, optimized, self._open_query_model(model, optimized))
+        return self.query_model[2](query)
 
-    def _embedder(self, model: EmbeddingModel, *, for_queries: bool) -> Embedder:
-        """The embedder for the store's model, created once per store object."""
-        embedder = self.query_embedder if for_queries else self.batch_embedder
-        if embedder is None or embedder.model_name != model.name:
-            embedder = Embedder(model.source, threads=1 if for_queries else 2)
-            if embedder.model_name != model.name:
-                raise MemstoreError(
-                    f"the store's model is {model.name}, but {model.source} now holds {embedder.model_name}; "
-                    "run `memstore embeddings enable` again"
-                )
-            if for_queries:
-                self.query_embedder = embedder
-            else:
-                self.batch_embedder = embedder
-        return embedder
+    def _open_query_model(self, model: EmbeddingModel, optimized: bool) -> Callable[[str], Any]:
+        """A model directory opens with the lean QueryModel; a fastembed name with fastembed."""
+        embedder = Embedder(model.source, threads=1)  # checks the source; loads no model yet
+        _same_model(model, embedder)
+        if embedder.directory is not None:
+            return QueryModel(embedder.directory, threads=1, optimized=optimized).embed
+        return lambda query: embedder.embed([query])[0]
+
+    def _embedder(self, model: EmbeddingModel) -> Embedder:
+        """The batch embedder for the store's model, created once per store object."""
+        if self.batch_embedder is None or self.batch_embedder.model_name != model.name:
+            embedder = Embedder(model.source, threads=2)
+            _same_model(model, embedder)
+            self.batch_embedder = embedder
+        return self.batch_embedder
+
+
+def _same_model(model: EmbeddingModel, embedder: Embedder) -> None:
+    if embedder.model_name != model.name:
+        raise MemstoreError(
+            f"the store's model is {model.name}, but {model.source} now holds {embedder.model_name}; "
+            "run `memstore embeddings enable` again"
+        )

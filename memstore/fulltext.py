@@ -4,7 +4,8 @@ SQLite uses the FTS5 index `memories_fts` (kept in step with `memories` by trigg
 index on `to_tsvector('simple', text)`. A query is split into words; a memory matches when it
 contains any of them, except the words that say nothing about which memory is meant (`recall_words`):
 function words ("what", "did", "the") and words held by very many memories drop out when the query
-has another word.
+has another word. A query made only of such common words is ranked among the newest memories
+holding them (`_recall_among_newest`), which bounds what it costs at any size.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Float, Integer, bindparam, column, text, update
+from sqlalchemy import Connection, Float, Integer, bindparam, column, select, text, update
+
+from .db import rows_in
 
 from .schema import FTS_TABLE, memories
 from .words import FUNCTION_WORDS, tokens
@@ -87,6 +90,10 @@ class QueryWords:
 
     words: list[str]
     holding: dict[str, int]
+
+    @property
+    def all_common(self) -> bool:
+        return bool(self.words) and all(self.holding[word] > COMMON_WORD_MEMORIES for word in self.words)
 
 
 def query_words(conn: Connection, query: str) -> QueryWords:
@@ -162,6 +169,34 @@ def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace:
     return [{**{name: row[name] for name in memories.c.keys()}, "score": -score[row["fts_rowid"]]} for row in rows[:k]]
 
 
+# The newest memories holding any of the words, by write order: what a query made only of common
+# words is ranked among (one score per memory holding them would cost a tenth of a second to half a
+# second at a million memories).
+NEWEST_MATCHES_SQL = {
+    "sqlite": f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :expression ORDER BY rowid DESC LIMIT :limit",
+    "postgresql": (
+        "SELECT seq FROM memories WHERE to_tsvector('simple', text) @@ to_tsquery('simple', :expression) "
+        "ORDER BY seq DESC LIMIT :limit"
+    ),
+}
+
+
+def _recall_among_newest(conn: Connection, words: list[str], expression: str, k: int, namespace: str) -> list[dict[str, Any]]:
+    """A query made only of common words: among the newest COMMON_WORD_MEMORIES memories holding
+    any of them, those of `namespace` holding the most of the words, then the shortest, then by id;
+    `score` is how many of the words each holds."""
+    seqs = list(conn.execute(text(NEWEST_MATCHES_SQL[conn.dialect.name]), {"expression": expression, "limit": COMMON_WORD_MEMORIES}).scalars())
+    wanted = set(words)
+    scored = []
+    for row in rows_in(conn, select(memories), memories.c.seq, seqs):
+        if row.namespace != namespace:
+            continue
+        held = tokens(row.text)
+        scored.append((len(wanted.intersection(held)), len(held), row.id, dict(row._mapping)))
+    scored.sort(key=lambda item: (-item[0], item[1], item[2]))
+    return [dict(row, score=float(matched)) for matched, _, _, row in scored[:k]]
+
+
 def recall_rows(
     conn: Connection, query: str, k: int, namespace: str, *, words: QueryWords | None = None
 ) -> list[dict[str, Any]]:
@@ -170,10 +205,13 @@ def recall_rows(
     if k <= 0:
         return []
     dialect = conn.dialect.name
-    expression = query_expression((words or query_words(conn, query)).words, dialect)
+    words = words or query_words(conn, query)
+    expression = query_expression(words.words, dialect)
     if expression is None:
         return []
     k = min(k, MAX_LIMIT)
+    if words.all_common:
+        return _recall_among_newest(conn, words.words, expression, k, namespace)
     if dialect == "sqlite" and k <= SHORTLIST_MAX_K:
         found = _recall_from_shortlist(conn, expression, k, namespace)
         if found is not None:

@@ -3,7 +3,8 @@
 Finds what hand edits, crashes or an old tool can leave behind: a failed integrity check, rows whose
 stored `norm_key` is not `normalize_key(text)` (say, text edited in the sqlite3 shell), ids live and
 archived at once, a schema not at head, index drift, a full-text index or live counts out of step,
-WAL switched off, a store file that other local users can read.
+WAL switched off, a store file that other local users can read, a vector index out of step with the
+live memories' vectors.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, Engine, bindparam, select, update
 
 from .db import read_transaction, write_transaction
+from . import vector_index
 from .files import PRIVATE_FILE_MODE, shared_with_others
 from .live_counts import live_counts_by_namespace, recount_live
 from .migrate import SCHEMA_HEAD, current_revision, index_drift
 from .schema import FTS_TABLE, LIVE_COUNTS_TABLE, LIVE_COUNTS_TRIGGERS, SEQ_GUARD_TRIGGER, memories, memory_archive
 from .normalize import normalize_key
+from .semantic.vectors import EmbeddingModel, model_of
 
 FTS_TRIGGERS = tuple(f"{FTS_TABLE}_after_{event}" for event in ("insert", "delete", "update"))
 # Rows read per round trip when recomputing keys.
@@ -90,6 +93,29 @@ def _sqlite_checks(conn: Connection, report: CheckReport) -> None:
         report.findings.append(Finding("fts", f"the recall index is out of step with memories ({exc.__class__.__name__})"))
 
 
+def _vector_index_checks(conn: Connection, report: CheckReport) -> EmbeddingModel | None:
+    """Findings on the vector index of a store with embeddings; returns the model when this
+    connection can rebuild the index (sqlite-vec or pgvector here), else None."""
+    model = model_of(conn)
+    if model is None:
+        return None
+    report.checks_run.append("vector_index")
+    if vector_index.backend(conn) is None:
+        return None  # search runs in NumPy here; `embeddings status` says why
+    state = vector_index.state(conn)
+    if state != model.name:
+        what = "out of step (changed where the vector extension was missing)" if state == vector_index.STALE else "not built"
+        report.findings.append(Finding("vector_index", f"{vector_index.INDEX_TABLE} is {what}; --fix builds it"))
+        return model
+    extra, missing = vector_index.out_of_step(conn, model.name)
+    if extra or missing:
+        report.findings.append(
+            Finding("vector_index", f"{vector_index.INDEX_TABLE} holds {len(extra)} memories that are not live and lacks "
+                    f"{len(missing)} live ones with a vector; --fix rebuilds it")
+        )  # fmt: skip
+    return model
+
+
 def _shared_files(engine: Engine) -> list[tuple[str, int]]:
     """(path, mode) of the store's files (the database, -wal, -shm) that group or others can access."""
     database = engine.url.database
@@ -116,6 +142,7 @@ def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
         wrong_keys = _stale_keys(conn)
         if conn.dialect.name == "sqlite":
             _sqlite_checks(conn, report)
+        index_model = _vector_index_checks(conn, report)
     shared = _shared_files(engine) if engine.dialect.name == "sqlite" else []
     if engine.dialect.name == "sqlite":
         report.checks_run.append("permissions")
@@ -132,7 +159,8 @@ def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
     report.findings += key_findings
     fts_findings = [f for f in report.findings if f.check == "fts" and "trigger" not in f.detail]
     count_findings = [f for f in report.findings if f.check == "live_counts" and "trigger" not in f.detail]
-    if fix and (key_findings or fts_findings or count_findings):
+    index_findings = [f for f in report.findings if f.check == "vector_index"] if index_model is not None else []
+    if fix and (key_findings or fts_findings or count_findings or index_findings):
         with write_transaction(engine) as conn:
             for table in (memories, memory_archive):
                 rows = [{"b_id": row_id, "b_key": key} for name, row_id, key in wrong_keys if name == table.name]
@@ -142,6 +170,8 @@ def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
                 conn.exec_driver_sql(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
             if count_findings:
                 recount_live(conn)
-        for finding in key_findings + fts_findings + count_findings:
+            if index_findings:
+                vector_index.rebuild(conn, index_model.name, index_model.dim)
+        for finding in key_findings + fts_findings + count_findings + index_findings:
             finding.fixed = True
     return report

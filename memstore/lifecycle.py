@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, delete, insert, or_, select, union, update
 
+from . import vector_index
 from .db import rows_in
 from .errors import IdConflictError, MemstoreError, ValidationError, memory_not_found
 from .records import new_id, prepare_row
@@ -204,6 +205,7 @@ def undo_update(conn: Connection, run_id: int, params: Mapping[str, Any] | None)
     if leaning:
         later = leaning[-1]
         raise MemstoreError(f"run {later} relies on {written!r}, the version run {run_id} wrote; restore run {later} first")
+    vector_index.remove(conn, [written])
     conn.execute(delete(memories).where(memories.c.id == written))
     return {"recall_count": row["recall_count"], "last_recalled_at": row["last_recalled_at"]}
 

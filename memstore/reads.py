@@ -74,3 +74,32 @@ def run_rows(conn: Connection, limit: int | None) -> list[dict[str, Any]]:
 
 def namespace_names(conn: Connection) -> list[str]:
     return list(conn.execute(select(memories.c.namespace).distinct().order_by(memories.c.namespace)).scalars())
+
+
+# Rows per round trip when an export carries vectors.
+EXPORT_BATCH = 500
+
+
+def with_vectors(conn: Connection, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """`rows`, each with `embedding` {"model", "vector"} when it has a vector of the store's model
+    (the numbers are the stored float32 values, exactly)."""
+    import struct
+    from itertools import islice
+
+    from .db import rows_in
+    from .schema import memory_vectors
+    from .semantic.vectors import model_of
+
+    model = model_of(conn)
+    while batch := list(islice(rows, EXPORT_BATCH)):
+        vectors: dict[str, bytes] = {}
+        if model is not None:
+            # The model compared here: with it in SQL, SQLite walks the model's index over every vector.
+            query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector)
+            found = rows_in(conn, query, memory_vectors.c.memory_id, [row["id"] for row in batch])
+            vectors = {found_row.memory_id: found_row.vector for found_row in found if found_row.model == model.name}
+        for row in batch:
+            blob = vectors.get(row["id"])
+            if blob is not None:
+                row["embedding"] = {"model": model.name, "vector": list(struct.unpack(f"<{len(blob) // 4}f", blob))}
+            yield row

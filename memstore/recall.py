@@ -7,6 +7,7 @@ milliseconds; a transaction should not wait on a model), then both rankings read
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -21,7 +22,7 @@ from .live_counts import live_total
 from .records import now_ms
 from .schema import memories
 from .semantic.fusion import LEXICAL, SEMANTIC, Candidate, Fused, coverage, fuse, word_weights
-from .semantic.vectors import VectorIndex, cosines, has_vectors, require_model
+from .semantic.vectors import NamespaceVectors, cosines, has_vectors, require_model, search
 
 def fusion_depth(k: int) -> int:
     """How deep each ranking is read before hybrid recall fuses them into k: the union of both
@@ -47,8 +48,12 @@ class Recall:
     def __init__(self, engine: Engine, query_vector: Callable[[str], Any]) -> None:
         self.engine = engine
         self.query_vector = query_vector
-        # The vectors of the store's model, in memory, refreshed with what was embedded since.
-        self.vector_index: VectorIndex | None = None
+        # The namespaces searched by this object, and the vectors of those searched more than once,
+        # in memory (refreshed with what was embedded since): the first search of a namespace
+        # runs in the database, later ones from memory.
+        self.searched: set[tuple[str, str]] = set()
+        self.in_memory: dict[tuple[str, str], NamespaceVectors] = {}
+        self.lock = threading.Lock()
 
     def _transaction(self, touch: bool) -> AbstractContextManager[Connection]:
         return write_transaction(self.engine) if touch else read_transaction(self.engine)
@@ -109,11 +114,18 @@ class Recall:
             return self.vector_hits(conn, query_vector, namespace, k)
 
     def vector_hits(self, conn: Connection, query_vector: Any, namespace: str, k: int) -> list[tuple[str, float]]:
-        """Vector search in the caller's transaction, through this object's in-memory index."""
+        """Vector search in the caller's transaction: in the database the first time this object
+        searches `namespace`, from that namespace's vectors in memory afterwards (same answers)."""
         model = require_model(conn)
-        if self.vector_index is None or self.vector_index.model != model:
-            self.vector_index = VectorIndex(model)
-        return self.vector_index.search(conn, query_vector, namespace, k)
+        key = (model.name, namespace)
+        with self.lock:
+            held = self.in_memory.get(key)
+            if held is None and key in self.searched:
+                held = self.in_memory[key] = NamespaceVectors(model, namespace)
+            self.searched.add(key)
+        if held is not None:
+            return held.search(conn, query_vector, k)
+        return search(conn, model, query_vector, namespace, k)
 
     def _fused_rows(
         self, conn: Connection, query: str, k: int, namespace: str, query_vector: Any, *, hybrid: bool

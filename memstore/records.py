@@ -7,6 +7,7 @@ from input.
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import Mapping
@@ -27,11 +28,12 @@ from .validate import (
     check_string,
 )
 
-# Fields a caller may give; `norm_key` is deliberately not among them.
+# Fields a caller may give; `norm_key` is deliberately not among them. `embedding` is the
+# memory's vector as `export --with-vectors` writes it, {"model": NAME, "vector": [numbers]}.
 INPUT_FIELDS = frozenset(
     {
         "id", "text", "namespace", "timestamp", "importance", "pinned", "fact_key", "meta",
-        "created_at", "updated_at", "last_recalled_at", "recall_count",
+        "created_at", "updated_at", "last_recalled_at", "recall_count", "embedding",
     }
 )  # fmt: skip
 
@@ -45,10 +47,19 @@ def new_id() -> str:
 
 
 @dataclass(frozen=True)
+class Embedding:
+    """A vector that came with a record: the model that made it, and the vector at unit length."""
+
+    model: str
+    vector: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class PreparedRow:
     row: dict[str, Any]
     given: frozenset[str]  # the fields the caller set; a retry is compared on these only
     location: str
+    embedding: Embedding | None = None
 
 
 def prepare_row(record: Mapping[str, Any], location: str, now: int | None = None) -> PreparedRow:
@@ -101,7 +112,22 @@ def prepare_row(record: Mapping[str, Any], location: str, now: int | None = None
     if row["meta"] is not None:
         check_meta(row["meta"], location)
     row["norm_key"] = normalize_key(row["text"])
-    return PreparedRow(row=row, given=given, location=location)
+    embedding = None if record.get("embedding") is None else check_embedding(record["embedding"], location)
+    return PreparedRow(row=row, given=given - {"embedding"}, location=location, embedding=embedding)
+
+
+def check_embedding(value: Any, location: str) -> Embedding:
+    """{"model": NAME, "vector": [numbers]}, the vector finite and not all zero, scaled to unit length."""
+    if not isinstance(value, Mapping) or set(value) != {"model", "vector"}:
+        raise ValidationError(location, "embedding", 'must be {"model": NAME, "vector": [numbers]}')
+    model = check_string(value["model"], location, "embedding", allow_empty=False)
+    vector = value["vector"]
+    if not isinstance(vector, list) or not vector or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector):
+        raise ValidationError(location, "embedding", "vector must be a list of numbers")
+    norm = math.sqrt(math.fsum(float(x) * float(x) for x in vector))
+    if not math.isfinite(norm) or norm == 0:
+        raise ValidationError(location, "embedding", "vector must be finite and not all zero")
+    return Embedding(model, tuple(float(x) / norm for x in vector))
 
 
 def check_meta(meta: Any, location: str) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from . import vector_index
 from .errors import MemstoreError, NotFoundError
 from .lifecycle import undo_update
 from .runs import lock_jobs, undo_merges
@@ -48,6 +49,7 @@ def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreRe
         )
     )
     conn.execute(delete(archive).where(archive.c.run_id == run_id))
+    vector_index.add(conn, restored_ids)  # they kept their vectors while archived
     if carried is not None:
         conn.execute(update(memories).where(memories.c.id.in_(restored_ids)).values(**carried))
     undo_merges(conn, run_id)

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Float, bindparam, case, delete, false, func, insert, literal, or_, select, text, true, update
 
+from . import vector_index
 from .db import chunked, rows_in
 from .lookups import stored_rows
 from .live_counts import LiveCount
@@ -207,6 +208,7 @@ def copy_to_archive(
 def remove_archived(conn: Connection, namespace: str, run_id: int, reason: str) -> None:
     """Delete from the live set what this run has just copied to the archive for `reason`."""
     moved = select(archive.c.id).where(archive.c.run_id == run_id, archive.c.reason == reason, archive.c.namespace == namespace)
+    vector_index.remove(conn, moved)
     conn.execute(delete(memories).where(memories.c.id.in_(moved)))
 
 
@@ -218,6 +220,7 @@ def archive_ids(
     for chunk in chunked(ids):
         leaving = select(memories).where(memories.c.id.in_(chunk)).subquery("leaving")
         copy_to_archive(conn, leaving, reason, literal(superseded_by), run_id, now, similarity=similarity)
+        vector_index.remove(conn, chunk)
         conn.execute(delete(memories).where(memories.c.id.in_(chunk)))
 
 

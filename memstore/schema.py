@@ -213,10 +213,14 @@ LIVE_COUNTS_TABLE = "memory_live_counts"
 LIVE_COUNTS_TRIGGERS = tuple(f"{LIVE_COUNTS_TABLE}_after_{event}" for event in ("insert", "delete", "update"))
 # SQLite: refuses an UPDATE of memories.seq (the write order and the rowid the recall index uses).
 SEQ_GUARD_TRIGGER = "memories_seq_is_write_order"
+# Both backends: the live memories' vectors of the store's model, by namespace, where vector search
+# runs in the database (a sqlite-vec table and its shadow tables; a pgvector table and its
+# indexes); derived data kept by memstore.vector_index, created when the extension is there.
+VECTOR_INDEX_TABLE = "memory_vector_index"
 
 
 def managed_outside_models(name: str | None) -> bool:
-    return bool(name) and name.startswith((FTS_TABLE, LIVE_COUNTS_TABLE))
+    return bool(name) and name.startswith((FTS_TABLE, LIVE_COUNTS_TABLE, VECTOR_INDEX_TABLE, f"ix_{VECTOR_INDEX_TABLE}"))
 
 
 # The two orders of the rules, defined once: the job's SQL and the indexes below both use them.
@@ -245,7 +249,7 @@ MEMORY_COLUMNS = tuple(c.name for c in memories.columns)
 __all__ = [
     "ARCHIVE_REASONS", "CodePointText", "FTS_TABLE", "LIVE_COUNTS_TABLE", "LIVE_COUNTS_TRIGGERS", "MEMORY_COLUMNS",
     "NAMING_CONVENTION", "RANK_ORDER", "RANK_ORDER_FROM_BOTTOM", "ROWID_BIGINT", "RUN_KINDS", "RUN_STATUSES",
-    "SEQ_GUARD_TRIGGER", "STAGE1_ORDER", "FLAG_STATUSES", "consolidation_runs", "contradiction_flags",
+    "SEQ_GUARD_TRIGGER", "STAGE1_ORDER", "FLAG_STATUSES", "VECTOR_INDEX_TABLE", "consolidation_runs", "contradiction_flags",
     "managed_outside_models", "memories", "memory_archive", "memory_merges", "memory_vectors", "memstore_settings",
     "metadata",
 ]  # fmt: skip

@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .db import BUSY_TIMEOUT_MS, BackgroundCheckpoints, default_location, is_sqlite, make_engine, read_transaction, sqlite_file_missing, write_transaction
 from .defaults import CHECK_K, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, RECALL_K, STALE_THRESHOLD
 from .errors import MemstoreError, NotFoundError, RecallCheckError
-from .io import read_memories
+from .io import read_memories, write_jsonl
 from .migrate import upgrade
 from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, run_rows
 from .records import PreparedRow, now_ms, prepare_row
@@ -203,6 +203,19 @@ class MemoryStore:
         time. `namespace_prefix="a.b"` takes the namespaces "a.b" and "a.b.*" instead."""
         with read_transaction(self.engine) as conn:
             yield from iter_rows(conn, namespace, archived=archived, limit=limit, namespace_prefix=namespace_prefix)
+
+    def export(
+        self, stream: IO[str], namespace: str | None = None, *, archived: bool = False, with_vectors: bool = False
+    ) -> int:
+        """Write the memories of one namespace (None: all) as JSON Lines to `stream`, live in rank
+        order or archived by archive time; with `with_vectors`, each with its `embedding` (the
+        store's model and vector), which `import_file` stores instead of leaving the memory pending.
+        Returns how many were written."""
+        from .reads import with_vectors as add_vectors
+
+        with read_transaction(self.engine) as conn:
+            rows = iter_rows(conn, namespace, archived=archived)
+            return write_jsonl(add_vectors(conn, rows) if with_vectors else rows, stream)
 
     def count(self, namespace: str | None = None, *, archived: bool = False) -> int:
         with read_transaction(self.engine) as conn:

@@ -96,6 +96,10 @@ def add_in_transaction(
         new_rows[0]["seq"] = conn.execute(insert(memories).returning(memories.c.seq), new_rows[0]).scalar_one()
     elif new_rows:
         conn.execute(insert(memories), new_rows)
+    written = set(kept)
+    carried = [item for item in unique if item.embedding is not None and item.row["id"] in written]
+    if carried:
+        _store_embeddings(conn, carried)
     result = AddResult(added=len(new_rows), unchanged=len(kept) - len(new_rows), ids=kept, rejected=rejected)
     return result, stored
 
@@ -109,3 +113,21 @@ def same_key_ids(conn: Connection, row: dict[str, Any]) -> list[str]:
             .order_by(memories.c.id)
         ).scalars()
     )
+
+
+def _store_embeddings(conn: Connection, items: Sequence[PreparedRow]) -> None:
+    """The vectors records came with, as vectors of the store's model, in the caller's transaction:
+    each must be of that model and width, or nothing is written."""
+    from .records import now_ms
+    from .semantic.embed import to_blob
+    from .semantic.vectors import model_of, store_vectors
+
+    model = model_of(conn)
+    for item in items:
+        if model is None:
+            raise ValidationError(item.location, "embedding", "the store has no embedding model: run `memstore embeddings enable` first")
+        if item.embedding.model != model.name:
+            raise ValidationError(item.location, "embedding", f"is from the model {item.embedding.model!r}, the store's is {model.name!r}")
+        if len(item.embedding.vector) != model.dim:
+            raise ValidationError(item.location, "embedding", f"has {len(item.embedding.vector)} numbers, the store's model {model.dim}")
+    store_vectors(conn, model, [item.row["id"] for item in items], [to_blob(item.embedding.vector) for item in items], now_ms())

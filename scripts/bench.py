@@ -55,13 +55,11 @@ Operations (once per bench run, not per size; ``--only ops`` runs just these):
   head (the 10,000 generated store) / ``python -c "import sqlalchemy, click"`` with the same
   interpreter, interleaved, ``--cli-runs`` times each (default 21). Target memstore/baseline <= 1.3.
 
-Semantic (once per bench run; ``--only semantic`` runs just these; needs the semantic extra and the
+Vectors (once per bench run; ``--only vectors`` runs just these; needs the semantic extra and the
 offline model, ``--model-dir``, default ``.model-cache/minilm``, assembled by ``scripts/offline-model``):
-
-* ``hybrid_latency``: ``--semantic-size`` generated memories (default 100,000) embedded with the
-  real model, then p50 over ``--queries`` queries of ``recall(q, 5, touch=False)`` in hybrid mode in
-  one process (its vectors held in memory after the first query), against the p50 of embedding the
-  query alone. Target: hybrid p50 <= 20 ms + the query's embedding p50.
+the scenarios of scripts/bench_vectors.py (recall as a process, hybrid vs lexical, with its peak
+memory; hybrid recall in a long-lived process at 100,000 and 1,000,000; the same on PostgreSQL with
+pgvector), on stores of random unit vectors filed under the real model's name.
 
 Repeats: each scenario runs ``--repeats`` times (median reported) unless one run takes more than
 ``--slow`` seconds (default 10), in which case it runs once. Store files are copied with
@@ -78,7 +76,6 @@ import os
 import platform
 import random
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -90,9 +87,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_report  # noqa: E402  (the synthetic store generator and machine info)
 
+from memstore.db import sqlite_driver  # noqa: E402
 from memstore import hygiene  # noqa: E402
 from memstore.normalize import normalize_key  # noqa: E402
 from memstore.store import MemoryStore  # noqa: E402
+
+# The SQLite library memstore opens stores with here: two copies of SQLite in one process must never
+# open the same file (closing one's descriptor drops the other's POSIX locks), and the baselines
+# measure the same SQLite memstore runs on.
+sqlite3 = sqlite_driver()
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench-results" / "bench.json"
@@ -721,67 +724,16 @@ def bench_cli_add(work: Path, args) -> dict:
     return {"memstore_add": memstore_times, "import_sqlalchemy_click": baseline_times}
 
 
-def bench_hybrid_latency(work: Path, args) -> dict:
-    size = args.semantic_size
-    log(f"== semantic: hybrid recall latency on {size:,} memories (embedding them first) ...")
-    # Embedding 100,000 memories takes minutes: --semantic-store keeps the embedded store between
-    # runs (it is rebuilt when it does not hold exactly this generated set, fully embedded).
-    path = args.semantic_store or work / f"hybrid-{size}.db"
-    records, _ = bench_report.generate_records(size, args.seed)
-    queries = make_queries(args.seed, args.queries, zipf=False)
-    reuse = False
-    if args.semantic_store and path.exists():
-        with MemoryStore(path) as store:
-            status = store.embedding_status()
-            reuse = status is not None and status["pending"] == 0 and store.count() == size
-    if not reuse:
-        remove_store(path)
-    with MemoryStore(path) as store:
-        embed_all = None
-        if not reuse:
-            store.add_many(records)
-            store.enable_embeddings(args.model_dir)
-            start = time.perf_counter()
-            store.sync_embeddings()
-            embed_all = time.perf_counter() - start
-            log(f"  embedded {size:,} memories in {embed_all:.0f} s")
-        else:
-            log(f"  reusing the embedded store {path}")
-        store.recall(queries[0], 5, touch=False, mode="hybrid")  # loads the vectors into memory once
-        hybrid, lexical, embed_only = [], [], []
-        for query in queries:
-            t = time.perf_counter()
-            store.embeddings.query_vector(query)  # the query's embedding, as recall makes it
-            embed_only.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            store.recall(query, 5, touch=False, mode="hybrid")
-            hybrid.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            store.recall(query, 5, touch=False, mode="lexical")
-            lexical.append(time.perf_counter() - t)
-    if not args.semantic_store:
-        remove_store(path)
-    out = {"size": size, "queries": len(queries), "embed_all_seconds": embed_all,
-           "hybrid_p50": med(hybrid), "embed_p50": med(embed_only), "lexical_p50": med(lexical),
-           "hybrid_p95": sorted(hybrid)[int(0.95 * (len(hybrid) - 1))]}  # fmt: skip
-    log(f"  p50 hybrid {out['hybrid_p50'] * 1e3:.1f} ms, query embedding {out['embed_p50'] * 1e3:.1f} ms, lexical {out['lexical_p50'] * 1e3:.1f} ms")
-    return out
-
-
 def run_semantic(args, work: Path) -> dict:
-    return {"hybrid_latency": bench_hybrid_latency(work, args)}
+    from bench_vectors import run_vectors
+
+    return {"vectors": run_vectors(args, work, make_queries(args.seed, args.queries, zipf=False))}
 
 
 def semantic_rows(sem: dict) -> list[dict]:
-    lat = sem["hybrid_latency"]
-    rows = [
-        dict(scenario="hybrid recall p50 vs query embedding p50", size=lat["size"], memstore=lat["hybrid_p50"], baseline=lat["embed_p50"],
-             ratio=lat["hybrid_p50"] - lat["embed_p50"], ratio_def="s over embed", target="<= 20 ms over embed",
-             met=lat["hybrid_p50"] <= lat["embed_p50"] + 0.020),
-        dict(scenario="  lexical recall p50, for reference", size=lat["size"], memstore=lat["lexical_p50"], baseline=None, ratio=None,
-             ratio_def="", target="(for reference)", met=None),
-    ]  # fmt: skip
-    return rows
+    from bench_vectors import vector_rows
+
+    return vector_rows(sem["vectors"])
 
 
 def run_operations(args, work: Path) -> dict:
@@ -969,15 +921,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=None, help="where store files go (default: a temp dir)")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--only", choices=["all", "core", "ops", "semantic"], default="all",
-                        help="core: the per-size scenarios; ops: the job report and CLI scenarios; semantic: hybrid recall")
+    parser.add_argument("--only", choices=["all", "core", "ops", "vectors"], default="all",
+                        help="core: the per-size scenarios; ops: the job report and CLI scenarios; vectors: vector search")
     parser.add_argument("--model-dir", type=Path, default=REPO / ".model-cache" / "minilm", help="the offline model directory")
-    parser.add_argument("--semantic-size", type=int, default=100_000, help="memories of the hybrid latency scenario")
-    parser.add_argument("--semantic-store", type=Path, default=None, help="keep (and reuse) the embedded store of the latency scenario here")
+    parser.add_argument("--process-runs", type=int, default=7, help="runs of each recall process (median reported)")
+    parser.add_argument("--vectors-size", type=int, default=100_000, help="memories of the process and PostgreSQL vector scenarios")
+    parser.add_argument("--vectors-big", type=int, default=1_000_000, help="memories of the big long-lived vector scenario")
     parser.add_argument("--ops-sizes", type=int, nargs="+", default=[50_000, 500_000], help="live stores of the job-report scenario")
     parser.add_argument("--cli-runs", type=int, default=21, help="wall-time runs of memstore add and of its baseline")
     args = parser.parse_args(argv)
-    sizes = [] if args.only in ("ops", "semantic") else [10_000] if args.quick else sorted(args.sizes)
+    sizes = [] if args.only in ("ops", "vectors") else [10_000] if args.quick else sorted(args.sizes)
 
     started = time.perf_counter()
     results: list[dict] = []
@@ -1012,7 +965,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in ("all", "ops"):
             operations = run_operations(args, Path(tmp))
             write_results("operations")
-        if args.only in ("all", "semantic"):
+        if args.only in ("all", "vectors"):
             semantic = run_semantic(args, Path(tmp))
             write_results("semantic")
     print()

@@ -33,7 +33,6 @@ import platform
 import random
 import shutil
 import signal
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,12 @@ from pathlib import Path
 from typing import Any
 
 SCRIPT = Path(__file__).resolve()
+sys.path.insert(0, str(SCRIPT.parent.parent))
+from memstore.db import sqlite_driver  # noqa: E402
+
+# The SQLite library memstore opens stores with here: two copies of SQLite in one process must
+# never open the same file (closing one's descriptor drops the other's POSIX locks).
+sqlite3 = sqlite_driver()
 ROOT = SCRIPT.parent.parent
 PYTHON = sys.executable
 DEFAULT_JSON = ROOT / "bench-results" / "torture.json"

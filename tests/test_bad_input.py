@@ -13,7 +13,7 @@ import json
 import os
 import re
 import shutil
-import sqlite3
+from .sqlitelib import sqlite3
 import subprocess
 import sys
 import tempfile

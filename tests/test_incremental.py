@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
+from .sqlitelib import sqlite3
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sqlite3
+from .sqlitelib import sqlite3
 
 import pytest
 from click.testing import CliRunner

@@ -6,7 +6,7 @@ meaning is tested with the real model in test_semantic_store.py."""
 from __future__ import annotations
 
 import shutil
-import sqlite3
+from .sqlitelib import sqlite3
 import time
 
 import pytest

@@ -7,7 +7,7 @@ Every test runs on a real SQLite file in tmp_path; nothing is mocked.
 from __future__ import annotations
 
 import os
-import sqlite3
+from .sqlitelib import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator

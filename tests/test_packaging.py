@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
+from .sqlitelib import sqlite3
 import subprocess
 import sys
 import zipfile

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import sqlite3
+from .sqlitelib import sqlite3
 import time
 
 import pytest

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
+from .sqlitelib import sqlite3
 
 from memstore import MemoryStore
 from memstore.db import make_engine, write_transaction
@@ -192,6 +192,21 @@ def test_a_query_of_common_words_only_keeps_them_all(store):
     assert len(top) == 3 and all("the" in row["text"].lower().split() for row in top)
     both = store.recall("filler note", k=10**6, touch=False)
     assert len(both) == len(store.recall("filler", k=10**6, touch=False))  # every 'filler' memory matches
+
+
+def test_a_query_of_common_words_only_ranks_the_newest_memories_holding_them(store):
+    """Its cost is bounded at any size: it is ranked among the newest COMMON_WORD_MEMORIES memories
+    holding any of its words, those holding more of them first, then the shortest, then by id."""
+    from memstore.fulltext import COMMON_WORD_MEMORIES
+
+    common_word_store(store)
+    store.add_many([{"id": "zz-both", "text": "filler note"}, {"id": "zz-one", "text": "a filler only"}])
+    top = store.recall("filler note", k=10**6, touch=False)
+    assert len(top) == COMMON_WORD_MEMORIES  # the oldest filler notes are past the newest 5,000
+    assert "f00000" not in ids(top) and top[0]["id"] == "zz-both" and top[0]["score"] == 2.0
+    assert ids(top)[-1] == "zz-one"  # one word of two: ranked last
+    # A query with a rarer word is ranked as ever, over every memory holding its words.
+    assert len(store.recall("edge zebra", k=10**6, touch=False)) == COMMON_WORD_MEMORIES + 2
 
 
 def test_function_words_drop_out_when_the_query_has_another_word(store):

@@ -8,6 +8,7 @@ model itself is never fetched from a hub, and loading it is tested with the netw
 
 from __future__ import annotations
 
+import ast
 import doctest
 import importlib
 import importlib.util
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from memstore import MemoryStore
 from memstore.errors import MemstoreError
 from memstore.semantic import Fused, Verdict, classify, fuse
 from memstore.semantic.pairs import reversed_words, values
@@ -326,6 +328,38 @@ def test_the_offline_model_embeds_to_unit_vectors_of_384(embedder):
     assert embedder.embed([]).shape == (0, 384)
     assert embedder.model_name == MODEL_NAME
     assert embedder.source == str(Path(embedder.source).resolve())
+
+
+@pytest.mark.parametrize("optimized", [True, False])
+def test_the_lean_query_model_embeds_what_fastembed_embeds(embedder, model_dir, optimized):
+    """Recall embeds its query without fastembed (memstore.semantic.query_model): the same vectors."""
+    import numpy as np
+
+    from memstore.semantic.query_model import QueryModel
+
+    lean = QueryModel(model_dir, optimized=optimized)
+    texts = ["What breed is Maya's dog Biscuit?", "dark mode", "word " * 600, "", "Ünïcödé, emoji 🙂, 1,000 rpm"]
+    for text, expected in zip(texts, embedder.embed(texts)):
+        got = lean.embed(text)
+        assert got.dtype == np.float32 and got.shape == (384,)
+        assert float(np.max(np.abs(got - expected))) < 1e-5
+
+
+def test_a_recall_process_loads_neither_fastembed_nor_the_batch_embedder(tmp_path, model_dir):
+    db = tmp_path / "s.db"
+    with MemoryStore(db) as store:
+        store.add("User prefers dark mode.", id="m1")
+        store.enable_embeddings(model_dir)
+        store.sync_embeddings()
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom memstore.cli import cli\n"
+        f"result = CliRunner().invoke(cli, ['--db', {str(db)!r}, 'recall', 'colour scheme of the screen', '--no-touch'])\n"
+        "assert 'm1' in result.output and 'semantic' in result.output, result.output\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastembed', 'onnxruntime', 'huggingface_hub')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    loaded = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+    assert "onnxruntime" in loaded and not any(m.startswith(("fastembed", "huggingface_hub")) for m in loaded)
 
 
 def test_a_paraphrase_is_closer_than_an_unrelated_memory(embedder):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
+from .sqlitelib import sqlite3
 import struct
 
 import pytest
@@ -93,7 +93,7 @@ def test_vector_index_answers_what_a_full_scan_answers(semantic):
 
     from memstore.db import read_transaction
     from memstore.semantic.embed import from_blob
-    from memstore.semantic.vectors import VectorIndex, model_of
+    from memstore.semantic.vectors import NamespaceVectors, model_of, search
 
     semantic.forget(["t1", "c1"])
     with read_transaction(semantic.engine) as conn:
@@ -103,11 +103,11 @@ def test_vector_index_answers_what_a_full_scan_answers(semantic):
         ).all()
         query = from_blob(rows[0][1], model.dim) * 0.5 + from_blob(rows[1][1], model.dim) * 0.5
         expected = sorted(((memory_id, float(from_blob(blob, model.dim) @ query)) for memory_id, blob in rows), key=lambda r: (-r[1], r[0]))
-        index = VectorIndex(model)
+        in_memory = NamespaceVectors(model, "default")
         for k in (1, 3, 7, 20):
-            got = index.search(conn, query.astype(np.float32), "default", k)
-            assert [i for i, _ in got] == [i for i, _ in expected[:k]]
-            assert all(math.isclose(a, b, rel_tol=1e-5) for (_, a), (_, b) in zip(got, expected))
+            for got in (in_memory.search(conn, query.astype(np.float32), k), search(conn, model, query.astype(np.float32), "default", k)):
+                assert [i for i, _ in got] == [i for i, _ in expected[:k]]
+                assert all(math.isclose(a, b, rel_tol=1e-5) for (_, a), (_, b) in zip(got, expected))
 
 
 def test_maintain_dry_run_shows_exactly_what_the_real_run_applies(semantic):
@@ -315,17 +315,17 @@ def test_vectors_written_with_an_older_clock_are_still_seen(store):
 
     from memstore.db import read_transaction, write_transaction
     from memstore.semantic.embed import to_blob
-    from memstore.semantic.vectors import VectorIndex, model_of, store_vectors
+    from memstore.semantic.vectors import NamespaceVectors, model_of, store_vectors
 
     store.add_many([{"id": f"m{i}", "text": f"fact {i}"} for i in range(4)])
     store_handmade_vectors(store, {"m0": [1.0, 0.0, 0.0], "m1": [0.0, 1.0, 0.0]}, now=2000)
     with read_transaction(store.engine) as conn:
-        index = VectorIndex(model_of(conn))
-        assert len(index.search(conn, np.array([1.0, 0.0, 0.0], dtype=np.float32), "default", 10)) == 2
+        index = NamespaceVectors(model_of(conn), "default")
+        assert len(index.search(conn, np.array([1.0, 0.0, 0.0], dtype=np.float32), 10)) == 2
     with write_transaction(store.engine) as conn:  # a clock stepped back, or a slower concurrent sync
         store_vectors(conn, model_of(conn), ["m2", "m3"], [to_blob([0.0, 0.0, 1.0]), to_blob([0.6, 0.8, 0.0])], 1500)
     with read_transaction(store.engine) as conn:
-        found = index.search(conn, np.array([1.0, 0.0, 0.0], dtype=np.float32), "default", 10)
+        found = index.search(conn, np.array([1.0, 0.0, 0.0], dtype=np.float32), 10)
     assert sorted(memory_id for memory_id, _ in found) == ["m0", "m1", "m2", "m3"]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
-import sqlite3
+from .sqlitelib import dump, sqlite3
 import threading
 import time
 
@@ -121,9 +121,9 @@ def test_seed_sample_keeps_m3_then_m2_with_m1_archived_as_duplicate(store):
 
 def test_dry_run_reports_the_same_plan_and_writes_nothing(sqlite_store, db_path):
     sqlite_store.add_many(SEED_SAMPLE)
-    dump_before = "\n".join(sqlite3.connect(db_path).iterdump())
+    dump_before = dump(db_path)
     dry = sqlite_store.consolidate(1, dry_run=True, list_kept=True)
-    assert "\n".join(sqlite3.connect(db_path).iterdump()) == dump_before
+    assert dump(db_path) == dump_before
     real = sqlite_store.consolidate(1, list_kept=True)
     assert (dry.run_id, real.run_id) == (None, 1)
     assert dry.kept_ids == real.kept_ids == ["m3"]

@@ -65,7 +65,9 @@ def embeddings_enable(ctx, model, as_json) -> None:
     chosen = open_store(ctx, create=True).enable_embeddings(model)
     if as_json:
         return print_json(chosen)
-    click.echo(f"embeddings enabled: {chosen['model']} ({chosen['dim']} dimensions, from {chosen['source']})")
+    click.echo(f"embeddings enabled: {chosen['model']} ({chosen['dim']} dimensions, from {chosen['source']}); vector search: {chosen['search']}")
+    if chosen["notice"]:
+        click.echo(f"notice: {chosen['notice']}")
 
 
 @embeddings.command("sync")
@@ -109,7 +111,9 @@ def embeddings_status(ctx, as_json) -> None:
     if status is None:
         click.echo("embeddings are not enabled (memstore embeddings enable)")
     else:
-        click.echo(f"model {status['model']} ({status['dim']} dimensions, from {status['source']}); {status['pending']} memories pending")
+        click.echo(f"model {status['model']} ({status['dim']} dimensions, from {status['source']}); {status['pending']} memories pending; vector search: {status['search']}")
+        if status["notice"]:
+            click.echo(f"notice: {status['notice']}")
 
 
 @cli.group(invoke_without_command=True)

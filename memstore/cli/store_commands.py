@@ -9,7 +9,6 @@ import click
 from ..db import database_url
 from ..defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
 from ..files import replaced_privately
-from ..io import write_jsonl
 from ..migrate import SCHEMA_HEAD
 from .app import cli, open_store
 from .options import chosen_namespace, json_option, namespace_options, parse_meta
@@ -116,21 +115,25 @@ def import_(ctx, file, namespace, skip_invalid, as_json) -> None:
 @click.option("--archived", is_flag=True, help="Export the archive instead of the live set.")
 @namespace_options
 @click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-", help="File (default: stdout); a new one is created 0600.")
+@click.option("--with-vectors", is_flag=True, help="Write each memory's vector of the store's model with it.")
 @click.pass_context
-def export(ctx, archived, namespace, all_namespaces, output) -> None:
+def export(ctx, archived, namespace, all_namespaces, output, with_vectors) -> None:
     """Export memories as JSON Lines.
 
-    The live set is written in rank order; the archive (--archived) in archive order.
+    The live set is written in rank order; the archive (--archived) in archive order. With
+    --with-vectors each record carries its vector ("embedding": {"model", "vector"}), so an
+    import into a store with the same model needs no re-embedding.
 
     \b
     Example:
         memstore export --all-namespaces -o backup.jsonl
+        memstore export --all-namespaces --with-vectors -o move.jsonl
     """
     namespace = chosen_namespace(namespace, all_namespaces)
-    rows = open_store(ctx).iter_rows(namespace, archived=archived)
+    store = open_store(ctx)
     # A file is written whole or not at all (a failure halfway leaves the old one as it was).
     with click.open_file("-", "w", encoding="utf-8") if output == "-" else replaced_privately(output) as file:
-        write_jsonl(rows, file)
+        store.export(file, namespace, archived=archived, with_vectors=with_vectors)
 
 
 @cli.command("list")

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, insert, or_, select, update
 
+from .. import vector_index
 from ..db import rows_in
 from ..live_counts import live_counts
 from ..reference import stage1_order
@@ -24,10 +25,12 @@ from ..schema import contradiction_flags, memories, memory_vectors
 from ..schema import consolidation_runs as runs
 from .pairs import DUPLICATE_AT, RELATED_AT, classify
 from .embed import from_blobs
-from .vectors import EmbeddingModel, require_model
+from .vectors import EmbeddingModel, live_vectors, require_model
 
 # Rows of new vectors compared with the whole namespace per matrix product (bounds memory).
 BLOCK = 256
+# Neighbours of a new memory asked of the vector index first (more while they stay similar enough).
+NEIGHBOURS = 50
 
 
 @dataclass(frozen=True)
@@ -91,15 +94,56 @@ def candidate_pairs(
     conn: Connection, model: EmbeddingModel, namespace: str, since: tuple[int, int, frozenset[str]] | None, related_at: float
 ) -> tuple[list[Pair], int]:
     """Pairs of live memories of `namespace` at cosine >= related_at with at least one side new
-    since `since` (every pair when None), best first then by ids; and how many were new."""
+    since `since` (every pair when None), best first then by ids; and how many were new.
+
+    A nightly run with the vector index asks it for the neighbours of each new memory, so its cost
+    follows the new memories, not the namespace; a first run, or a store without the index,
+    compares the new memories with every vector of the namespace in blocks of BLOCK."""
+    # Read off the namespace's index; the model is compared here, not in SQL, where SQLite would
+    # walk the model's index over every vector of the store instead.
+    of_namespace = (
+        select(memories.c.id, memories.c.seq, memory_vectors.c.embedded_at, memory_vectors.c.vector, memory_vectors.c.model)
+        .join(memory_vectors, memory_vectors.c.memory_id == memories.c.id)
+        .where(memories.c.namespace == namespace)
+        .order_by(memories.c.id)
+    )
+
+    def of_model(query) -> list:
+        return [row for row in conn.execute(query) if row.model == model.name]
+
+    if since is not None and vector_index.ready(conn, model.name):
+        seq_mark, vector_mark, deferred = since
+        is_new = or_(memories.c.seq > seq_mark, memory_vectors.c.embedded_at > vector_mark, memories.c.id.in_(sorted(deferred)))
+        new_rows = of_model(of_namespace.where(is_new))
+        return _pairs_by_index(conn, model, namespace, new_rows, related_at), len(new_rows)
+    return _pairs_by_matrix(of_model(of_namespace), model, since, related_at)
+
+
+def _pairs_by_index(conn: Connection, model: EmbeddingModel, namespace: str, new_rows, related_at: float) -> list[Pair]:
+    """The candidate pairs of the new memories, from their nearest neighbours in the vector index."""
+    found: dict[tuple[str, str], float] = {}
+    for row in new_rows:
+        depth = NEIGHBOURS
+        while True:
+            nearest = vector_index.nearest(conn, row.vector, namespace, depth)
+            # The last neighbour still at or above related_at: there may be more past the depth.
+            if len(nearest) < depth or 1.0 - nearest[-1][1] < related_at - 1e-6 or depth >= vector_index.SQLITE_MAX_K:
+                break
+            depth *= 4
+        # Live ones only: the index may hold a memory a shell edit deleted since.
+        others, vectors = live_vectors(conn, model, [memory_id for memory_id, _ in nearest if memory_id != row.id], namespace)
+        if not others:
+            continue
+        for other, value in zip(others, vectors @ from_blobs([row.vector], model.dim)[0]):
+            if value >= related_at:
+                found.setdefault(tuple(sorted((row.id, other))), float(value))  # a pair of two new ones is seen twice
+    return sorted((Pair(a, b, sim) for (a, b), sim in found.items()), key=lambda p: (-p.similarity, p.a, p.b))
+
+
+def _pairs_by_matrix(rows, model: EmbeddingModel, since: tuple[int, int, frozenset[str]] | None, related_at: float) -> tuple[list[Pair], int]:
+    """The candidate pairs of the new memories against every vector of the namespace."""
     import numpy as np
 
-    rows = conn.execute(
-        select(memories.c.id, memories.c.seq, memory_vectors.c.embedded_at, memory_vectors.c.vector)
-        .join(memory_vectors, memory_vectors.c.memory_id == memories.c.id)
-        .where(memories.c.namespace == namespace, memory_vectors.c.model == model.name)
-        .order_by(memories.c.id)
-    ).all()
     if len(rows) < 2:
         return [], 0
     ids = [row.id for row in rows]

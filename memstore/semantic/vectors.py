@@ -5,10 +5,17 @@ model (new ones, restored ones whose model changed, every one after a model chan
 writes a batch of them. Archiving and restoring a memory keep its vector: the table is keyed by
 memory id, which archived and live rows share.
 
-Search is exact cosine over unit vectors (a dot product) with NumPy, on both backends. A process
-that searches more than once keeps the vectors of the store's model in memory (`VectorIndex`) and
-reads only what was embedded since; liveness and namespace are checked in SQL on the best
-candidates, since archiving does not touch the vectors.
+Search answers the k live memories of one namespace nearest to a query, exactly, ties by id:
+
+* in the database when it can (`memstore.vector_index`: sqlite-vec on SQLite, pgvector on
+  PostgreSQL), which hands over the nearest candidates of the namespace;
+* else with NumPy over that namespace's vectors alone (`search`);
+* and in a process that searches a namespace again, from that namespace's vectors held in memory
+  (`NamespaceVectors`), refreshed with what was embedded since.
+
+Each way ends the same: the candidates' cosines computed from the stored blobs in float64, best
+first, ties by id, so the three give the same answers (HNSW on PostgreSQL is approximate: it may
+miss a neighbour an exact scan finds).
 """
 
 from __future__ import annotations
@@ -20,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Integer, Text, cast, delete, func, insert, select, update
 
+from .. import vector_index
 from ..db import rows_in
 from ..errors import MemstoreError
-from ..schema import memories, memory_vectors, memstore_settings
-from .embed import from_blobs
+from ..schema import memories, memory_archive, memory_vectors, memstore_settings
+from .embed import from_blobs, to_blob
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,12 +70,44 @@ def vectors_version(conn: Connection) -> int:
     return int(_settings(conn).get(VERSION_SETTING, 0))
 
 
-def set_model(conn: Connection, model: EmbeddingModel) -> None:
+def set_model(conn: Connection, model: EmbeddingModel) -> str | None:
+    """Record `model` as the store's and rebuild the vector index for it; returns a notice when
+    search cannot run in the database here (see `search_notice`)."""
     values = {MODEL_SETTING: model.name, SOURCE_SETTING: model.source, DIM_SETTING: str(model.dim)}
     conn.execute(delete(memstore_settings).where(memstore_settings.c.key.in_(list(values))))
     conn.execute(insert(memstore_settings), [{"key": key, "value": value} for key, value in values.items()])
     if VERSION_SETTING not in _settings(conn):
         conn.execute(insert(memstore_settings).values(key=VERSION_SETTING, value="0"))
+    refused = vector_index.enable_pgvector(conn)
+    vector_index.rebuild(conn, model.name, model.dim)
+    return refused or search_notice(conn, model)
+
+
+def search_notice(conn: Connection, model: EmbeddingModel) -> str | None:
+    """One line when vector search cannot run in the database here, saying why and what to do."""
+    if vector_index.ready(conn, model.name):
+        return None
+    if vector_index.state(conn) == vector_index.STALE and vector_index.backend(conn) is not None:
+        return "the vector index is out of step; `memstore embeddings sync` or `memstore check --fix` rebuilds it"
+    if conn.dialect.name == "postgresql":
+        return "vector search runs in NumPy, one namespace at a time: pgvector is not enabled (a database owner can run: CREATE EXTENSION vector;)"
+    return (
+        "vector search runs in NumPy, one namespace at a time: this Python's sqlite3 cannot load sqlite-vec "
+        "(pip install 'memstore[semantic]' brings sqlite-vec and sqlean.py)"
+    )
+
+
+def ensure_index(conn: Connection, model: EmbeddingModel) -> bool:
+    """Build the vector index when this connection can and it does not hold `model` in step (a
+    store migrated or changed where the extension was missing); whether it was built."""
+    if vector_index.backend(conn) is None or vector_index.state(conn) == model.name:
+        return False
+    return vector_index.rebuild(conn, model.name, model.dim)
+
+
+def search_backend(conn: Connection, model: EmbeddingModel) -> str:
+    """Where a search of this connection runs: "sqlite-vec", "pgvector" or "numpy"."""
+    return (vector_index.backend(conn) or "numpy") if vector_index.ready(conn, model.name) else "numpy"
 
 
 def require_model(conn: Connection) -> EmbeddingModel:
@@ -131,14 +171,123 @@ def store_vectors(conn: Connection, model: EmbeddingModel, ids: Sequence[str], b
         insert(memory_vectors),
         [{"memory_id": i, "model": model.name, "dim": model.dim, "vector": b, "embedded_at": stamp} for i, b in zip(ids, blobs)],
     )
+    vector_index.add(conn, ids)
+
+
+def _ranked(ids: Sequence[str], vectors: np.ndarray, query_vector: np.ndarray) -> list[tuple[str, float]]:
+    """(id, cosine) best first, ties by id; cosines in float64, the same whichever way the
+    candidates were found."""
+    import numpy as np
+
+    if not len(ids):
+        return []
+    similarity = np.asarray(vectors, dtype=np.float64) @ np.asarray(query_vector, dtype=np.float64)
+    return sorted(((memory_id, float(value)) for memory_id, value in zip(ids, similarity)), key=lambda hit: (-hit[1], hit[0]))
+
+
+def _vectors_of(conn: Connection, model: EmbeddingModel, ids: Sequence[str], namespace: str | None = None) -> dict[str, bytes]:
+    """The blobs of `model` for `ids` (and, with `namespace`, only of live memories of it), looked up
+    by memory id. The model is compared here, not in SQL: with it SQLite walks the model's index
+    over every vector instead of looking the few ids up."""
+    if namespace is None:
+        query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector)
+        return {row.memory_id: row.vector for row in rows_in(conn, query, memory_vectors.c.memory_id, list(ids)) if row.model == model.name}
+    query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector, memories.c.namespace).join(
+        memories, memories.c.id == memory_vectors.c.memory_id
+    )
+    return {
+        row.memory_id: row.vector
+        for row in rows_in(conn, query, memory_vectors.c.memory_id, list(ids))
+        if row.model == model.name and row.namespace == namespace
+    }
+
+
+def live_vectors(conn: Connection, model: EmbeddingModel, ids: Sequence[str], namespace: str) -> tuple[list[str], np.ndarray]:
+    """The ids of `ids` that are live memories of `namespace` with a vector of `model`, by id, and their vectors."""
+    found = sorted(_vectors_of(conn, model, ids, namespace).items())
+    return [memory_id for memory_id, _ in found], from_blobs((blob for _, blob in found), model.dim)
+
+
+def live_ids(conn: Connection, ids: Sequence[str], namespace: str) -> set[str]:
+    """Which of `ids` are live memories of `namespace` (compared here: with the namespace in SQL,
+    SQLite may walk the namespace's index instead of looking the few ids up)."""
+    rows = rows_in(conn, select(memories.c.id, memories.c.namespace), memories.c.id, list(ids))
+    return {memory_id for memory_id, of in rows if of == namespace}
+
+
+def search(conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int) -> list[tuple[str, float]]:
+    """The k live memories of `namespace` most similar to `query_vector`: (id, cosine), best first,
+    ties by id. In the database's vector index when it is ready, else over the namespace's vectors
+    with NumPy."""
+    if k <= 0:
+        return []
+    if vector_index.ready(conn, model.name):
+        found = _search_index(conn, model, query_vector, namespace, k)
+        if found is not None:
+            return found
+    ids, vectors = namespace_vectors(conn, model, namespace)
+    return _top(ids, vectors, query_vector, k)
+
+
+def _search_index(conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int) -> list[tuple[str, float]] | None:
+    """The index's answer, or None when it cannot prove one (ties past what it may return)."""
+    blob = to_blob(query_vector)
+    depth = max(CANDIDATES_PER_RESULT * k, 10)
+    while True:
+        found = vector_index.nearest(conn, blob, namespace, depth)
+        ids, vectors = live_vectors(conn, model, [memory_id for memory_id, _ in found], namespace)
+        ranked = _ranked(ids, vectors, query_vector)
+        if len(found) < depth:  # the index holds no more of this namespace
+            return ranked[:k]
+        # Every memory the index did not return is at most as similar as the last one it did: those
+        # strictly above that are sure (a hair of slack for float32 distances against float64).
+        bound = 1.0 - found[-1][1]
+        sure = [hit for hit in ranked if hit[1] > bound + 1e-6]
+        if len(sure) >= k:
+            return sure[:k]
+        if depth >= vector_index.SQLITE_MAX_K and conn.dialect.name == "sqlite":
+            return None
+        depth *= 4
+
+
+def namespace_vectors(conn: Connection, model: EmbeddingModel, namespace: str) -> tuple[list[str], np.ndarray]:
+    """Every live memory of `namespace` with a vector of `model`, by id, and the vectors: what the
+    NumPy path reads (that namespace's only)."""
+    rows = conn.execute(
+        select(memories.c.id, memory_vectors.c.model, memory_vectors.c.vector)
+        .join(memory_vectors, memory_vectors.c.memory_id == memories.c.id)
+        .where(memories.c.namespace == namespace)  # the model compared below: see _vectors_of
+        .order_by(memories.c.id)
+    )
+    rows = [row for row in rows if row.model == model.name]
+    return [row.id for row in rows], from_blobs((row.vector for row in rows), model.dim)
+
+
+def _top(ids: Sequence[str], vectors: np.ndarray, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """The top k of `ids` by cosine, ties by id: a float32 pass picks candidates (all whose cosine
+    reaches the k-th's, less a hair), then `_ranked` orders them."""
+    import numpy as np
+
+    if not len(ids):
+        return []
+    coarse = vectors @ np.asarray(query_vector, dtype=np.float32)
+    if len(ids) > k:
+        kth = np.partition(-coarse, k - 1)[k - 1]
+        chosen = np.nonzero(-coarse <= kth + 1e-5)[0]
+    else:
+        chosen = np.arange(len(ids))
+    return _ranked([ids[i] for i in chosen], vectors[chosen], query_vector)[:k]
 
 
 @dataclass
-class VectorIndex:
-    """The vectors of one model, in memory, kept up to date with what was embedded since. One
-    search at a time (a graph may search from several threads through one store object)."""
+class NamespaceVectors:
+    """One namespace's vectors in memory, for a process that searches it again and again: every
+    vector of `model` whose memory, live or archived, is in the namespace (archiving does not touch
+    vectors, and a restored memory is searchable again at once), refreshed with what was embedded
+    since; liveness is checked in SQL on the best candidates. One search at a time."""
 
     model: EmbeddingModel
+    namespace: str
     lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
     ids: list[str] = field(default_factory=list)
     matrix: Any = None  # (n, dim) float32
@@ -152,21 +301,24 @@ class VectorIndex:
         version = vectors_version(conn)
         if version == self.version:
             return
-        of_model = memory_vectors.c.model == self.model.name
-        # Vectors are only ever added or replaced (a replaced one gets a newer embedded_at), so
-        # reading from the newest time seen catches every change.
         since = self.newest if self.matrix is not None else None
         if since is None:
             self.ids, self.position, self.matrix = [], {}, np.zeros((0, self.model.dim), dtype=np.float32)
-        query = select(memory_vectors.c.memory_id, memory_vectors.c.vector).where(of_model)
-        if since is not None:
-            query = query.where(memory_vectors.c.embedded_at >= since)
-        rows = conn.execute(query.order_by(memory_vectors.c.memory_id)).all()
-        fresh = [(memory_id, blob) for memory_id, blob in rows]
+        fresh: dict[str, bytes] = {}
+        for table in (memories, memory_archive):
+            query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector).join(
+                table, table.c.id == memory_vectors.c.memory_id
+            )
+            if since is None:  # the whole namespace, off its own index (the model compared below)
+                query = query.where(table.c.namespace == self.namespace)
+            else:  # what was embedded since, off the model's (model, embedded_at) index
+                query = query.where(memory_vectors.c.model == self.model.name, memory_vectors.c.embedded_at >= since, table.c.namespace == self.namespace)
+            fresh.update((row.memory_id, row.vector) for row in conn.execute(query) if row.model == self.model.name)
         if fresh:
-            vectors = from_blobs((blob for _, blob in fresh), self.model.dim)
+            ordered = sorted(fresh.items())
+            vectors = from_blobs((blob for _, blob in ordered), self.model.dim)
             appended = []
-            for (memory_id, _), vector in zip(fresh, vectors):
+            for (memory_id, _), vector in zip(ordered, vectors):
                 at = self.position.get(memory_id)
                 if at is None:
                     self.position[memory_id] = len(self.ids) + len(appended)
@@ -178,51 +330,26 @@ class VectorIndex:
                 self.matrix = np.vstack([self.matrix, np.stack([vector for _, vector in appended])])
         self.version = version
         self.newest = max(self.newest, conn.execute(
-            select(func.coalesce(func.max(memory_vectors.c.embedded_at), -1)).where(of_model)
+            select(func.coalesce(func.max(memory_vectors.c.embedded_at), -1)).where(memory_vectors.c.model == self.model.name)
         ).scalar_one())  # fmt: skip
 
-    def search(self, conn: Connection, query_vector: np.ndarray, namespace: str, k: int) -> list[tuple[str, float]]:
-        """The k live memories of `namespace` most similar to `query_vector`: (id, cosine), best first,
-        ties by id."""
+    def search(self, conn: Connection, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """What `search` answers, from memory."""
         with self.lock:
-            return self._search(conn, query_vector, namespace, k)
-
-    def _search(self, conn: Connection, query_vector: np.ndarray, namespace: str, k: int) -> list[tuple[str, float]]:
-        import numpy as np
-
-        self.refresh(conn)
-        if k <= 0 or not self.ids:
-            return []
-        similarity = self.matrix @ query_vector.astype(np.float32)
-        # Best first, ties by id: ids are sorted once per search of the candidates only.
-        depth = max(CANDIDATES_PER_RESULT * k, 10)
-        while True:
-            depth = min(depth, len(self.ids))
-            top = np.argpartition(-similarity, depth - 1)[:depth] if depth < len(self.ids) else np.arange(len(self.ids))
-            candidates = sorted(((-float(similarity[i]), self.ids[i]) for i in top))
-            live = _live_in(conn, [memory_id for _, memory_id in candidates], namespace)
-            found = [(memory_id, -negative) for negative, memory_id in candidates if memory_id in live]
-            # Every vector outside the candidates scores at most the last candidate's score, so k
-            # live ones strictly above it are the answer; otherwise look deeper.
-            cutoff = candidates[-1][0]
-            sure = [hit for hit in found if -hit[1] < cutoff]
-            if len(sure) >= k or depth == len(self.ids):
-                return found[:k] if depth == len(self.ids) else sure[:k]
-            depth *= 4
+            self.refresh(conn)
+            if k <= 0 or not self.ids:
+                return []
+            depth = max(CANDIDATES_PER_RESULT * k, 10)
+            while True:
+                candidates = _top(self.ids, self.matrix, query_vector, min(depth, len(self.ids)))
+                live = live_ids(conn, [memory_id for memory_id, _ in candidates], self.namespace)
+                found = [hit for hit in candidates if hit[0] in live]
+                if len(found) >= k or depth >= len(self.ids):
+                    return found[:k]
+                depth *= 4
 
 
 def cosines(conn: Connection, model: EmbeddingModel, ids: Sequence[str], query_vector: np.ndarray) -> dict[str, float]:
     """The cosine of each of `ids` that has a vector from `model` to `query_vector` (unit vectors)."""
-    rows = list(rows_in(conn, select(memory_vectors.c.memory_id, memory_vectors.c.vector).where(memory_vectors.c.model == model.name), memory_vectors.c.memory_id, list(ids)))
-    if not rows:
-        return {}
-    similarity = from_blobs((blob for _, blob in rows), model.dim) @ query_vector
-    return {memory_id: float(value) for (memory_id, _), value in zip(rows, similarity)}
-
-
-def _live_in(conn: Connection, ids: Iterable[str], namespace: str) -> set[str]:
-    """Which of `ids` are live memories of `namespace`."""
-    # Namespace compared here, not in SQL: with it SQLite may walk the namespace's whole index
-    # instead of looking the few ids up.
-    rows = rows_in(conn, select(memories.c.id, memories.c.namespace), memories.c.id, list(ids))
-    return {memory_id for memory_id, of in rows if of == namespace}
+    found = sorted(_vectors_of(conn, model, ids).items())
+    return dict(_ranked([memory_id for memory_id, _ in found], from_blobs((blob for _, blob in found), model.dim), query_vector))

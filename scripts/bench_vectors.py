@@ -1,0 +1,217 @@
+"""The vector-search scenarios of scripts/bench.py (``--only vectors``; also part of ``--only all``).
+
+Stores are generated as the rest of the bench generates them (scripts/bench_report.py), their
+memories spread over a number of namespaces, and given **random unit vectors** filed under the
+real model's name (the offline model, ``--model-dir``): what a search costs does not depend on the
+vectors' values, and embedding a million memories would take hours on two cores. Queries are
+embedded by the real model. Recall quality is measured by scripts/eval_recall.py, not here.
+
+* ``recall_process``: ``memstore --db STORE recall QUERY --no-touch`` as a process (the way an
+  agent's per-turn hook calls it), default mode (hybrid, the store having vectors) against
+  ``--mode lexical``, interleaved, ``--process-runs`` times each (default 7), median wall time and
+  peak resident memory of the process (``wait4``). Stores: 1,000 memories in one namespace and in
+  10 (namespaces of 100), 100,000 in one and in 1,000 (namespaces of 100); the query goes to the
+  store's first namespace. Targets: at 100,000 hybrid <= 2.5 x lexical; a recall in a namespace of
+  100 of the 100,000 store <= 1.25 x the same on the 1,000 store; the hybrid process peaks <= 300 MB.
+* ``long_lived``: one process (one ``MemoryStore``), ``recall(q, 5, namespace, touch=False)``
+  hybrid, p50 over ``--queries`` queries (default 200) in namespaces drawn at random, against the
+  p50 of embedding the query alone (``store.embeddings.query_vector``). The first search of a
+  namespace runs in the database, later ones from that namespace's vectors in memory. Stores:
+  100,000 in one namespace (target <= 20 ms over the embedding), 1,000,000 over 1,000 namespaces
+  (target <= 50 ms over the embedding), 1,000,000 in one namespace (for reference: an exact search
+  over a million vectors). On PostgreSQL with pgvector (a throwaway server, tests/pgserver.py):
+  100,000 in one namespace and over 1,000, and the process scenario at 100,000.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_report  # noqa: E402
+
+from memstore import MemoryStore  # noqa: E402
+from memstore import vector_index  # noqa: E402
+from memstore.db import write_transaction  # noqa: E402
+from memstore.records import now_ms  # noqa: E402
+from memstore.semantic.vectors import model_of, store_vectors  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+MEMSTORE_BIN = Path(sys.executable).with_name("memstore")
+VECTOR_BATCH = 5_000
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def build_store(location: str, size: int, namespaces: int, model_dir: Path, seed: int) -> None:
+    """`size` generated memories over `namespaces` namespaces (ns0, ns1, ...), with random unit
+    vectors of the real model; the vector index built once, over all of them."""
+    import numpy as np
+
+    records, _ = bench_report.generate_records(size, seed)
+    for n, record in enumerate(records):
+        record["namespace"] = f"ns{n % namespaces}"
+    rng = np.random.default_rng(seed)
+    with MemoryStore(location) as store:
+        for start in range(0, size, 50_000):
+            store.add_many(records[start : start + 50_000])
+        store.enable_embeddings(model_dir)
+        with write_transaction(store.engine) as conn:
+            model = model_of(conn)
+            vector_index.drop(conn)  # filled once below: quicker than row by row
+        for start in range(0, size, VECTOR_BATCH):
+            batch = records[start : start + VECTOR_BATCH]
+            vectors = rng.standard_normal((len(batch), model.dim)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            with write_transaction(store.engine) as conn:
+                store_vectors(conn, model, [r["id"] for r in batch], [v.astype("<f4").tobytes() for v in vectors], now_ms())
+        with write_transaction(store.engine) as conn:
+            vector_index.rebuild(conn, model.name, model.dim)
+        assert store.embedding_status()["pending"] == 0
+
+
+def run_process(command: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak resident MB of one process."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{' '.join(command)} failed: {process.stderr.read().decode()[-500:]}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def bench_process(location: str, query: str, runs: int) -> dict:
+    hybrid, lexical, peak = [], [], []
+    base = [str(MEMSTORE_BIN), "--db", location, "recall", query, "-n", "ns0", "--no-touch"]
+    for _ in range(runs):
+        seconds, megabytes = run_process(base)
+        hybrid.append(seconds)
+        peak.append(megabytes)
+        lexical.append(run_process([*base, "--mode", "lexical"])[0])
+    return {"hybrid": statistics.median(hybrid), "lexical": statistics.median(lexical), "hybrid_peak_mb": max(peak)}
+
+
+def bench_long_lived(location: str, namespaces: int, queries: list[str], seed: int) -> dict:
+    rng = random.Random(seed)
+    hybrid, embed = [], []
+    with MemoryStore(location) as store:
+        store.recall(queries[0], 5, "ns0", touch=False)  # loads the query model once
+        for query in queries:
+            namespace = f"ns{rng.randrange(namespaces)}"
+            t = time.perf_counter()
+            store.embeddings.query_vector(query)
+            embed.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            store.recall(query, 5, namespace, touch=False)
+            hybrid.append(time.perf_counter() - t)
+        search = store.embedding_status()["search"]
+    return {"hybrid_p50": statistics.median(hybrid), "embed_p50": statistics.median(embed), "search": search,
+            "hybrid_p95": sorted(hybrid)[int(0.95 * (len(hybrid) - 1))]}  # fmt: skip
+
+
+def remove(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def run_vectors(args, work: Path, queries: list[str]) -> dict:
+    query = queries[0]
+    out: dict = {"process": [], "long_lived": [], "postgresql": {}}
+    big = args.vectors_size
+    for size, namespaces in ((1_000, 1), (1_000, 10), (big, 1), (big, big // 100)):
+        path = work / f"vectors-{size}-{namespaces}.db"
+        log(f"== vectors: building {size:,} memories over {namespaces:,} namespace(s) ...")
+        build_store(str(path), size, namespaces, args.model_dir, args.seed)
+        figures = bench_process(str(path), query, args.process_runs)
+        log(f"  process: hybrid {figures['hybrid']:.3f} s, lexical {figures['lexical']:.3f} s, hybrid peak {figures['hybrid_peak_mb']:.0f} MB")
+        out["process"].append({"size": size, "namespaces": namespaces, **figures})
+        if (size, namespaces) == (big, 1):
+            figures = bench_long_lived(str(path), namespaces, queries, args.seed)
+            log(f"  long-lived: hybrid p50 {figures['hybrid_p50'] * 1e3:.1f} ms, embedding {figures['embed_p50'] * 1e3:.1f} ms")
+            out["long_lived"].append({"size": size, "namespaces": namespaces, **figures})
+        remove(path)
+    for namespaces in (1_000, 1):
+        size = args.vectors_big
+        path = work / f"vectors-{size}-{namespaces}.db"
+        log(f"== vectors: building {size:,} memories over {namespaces:,} namespace(s) ...")
+        build_store(str(path), size, namespaces, args.model_dir, args.seed)
+        figures = bench_long_lived(str(path), namespaces, queries, args.seed)
+        log(f"  long-lived: hybrid p50 {figures['hybrid_p50'] * 1e3:.1f} ms, embedding {figures['embed_p50'] * 1e3:.1f} ms")
+        out["long_lived"].append({"size": size, "namespaces": namespaces, **figures})
+        remove(path)
+    out["postgresql"] = bench_postgresql(args, queries)
+    return out
+
+
+def bench_postgresql(args, queries: list[str]) -> dict:
+    sys.path.insert(0, str(REPO))
+    from tests.pgserver import start_temp_postgres
+
+    server = start_temp_postgres()
+    try:
+        from sqlalchemy import create_engine, text
+
+        admin = create_engine(server.url(), isolation_level="AUTOCOMMIT")
+        out: dict = {"long_lived": []}
+        for namespaces in (1, args.vectors_size // 100):
+            name = f"bench_{namespaces}"
+            with admin.connect() as conn:
+                conn.execute(text(f"CREATE DATABASE {name}"))
+            url = server.url(name)
+            log(f"== vectors on PostgreSQL: building {args.vectors_size:,} memories over {namespaces:,} namespace(s) ...")
+            build_store(url, args.vectors_size, namespaces, args.model_dir, args.seed)
+            figures = bench_long_lived(url, namespaces, queries, args.seed)
+            log(f"  long-lived: hybrid p50 {figures['hybrid_p50'] * 1e3:.1f} ms, embedding {figures['embed_p50'] * 1e3:.1f} ms ({figures['search']})")
+            out["long_lived"].append({"size": args.vectors_size, "namespaces": namespaces, **figures})
+            if namespaces == 1:
+                out["process"] = {"size": args.vectors_size, "namespaces": 1, **bench_process(url, queries[0], args.process_runs)}
+        admin.dispose()
+        return out
+    finally:
+        server.stop()
+
+
+def vector_rows(vec: dict) -> list[dict]:
+    """The rows scripts/bench.py prints for these scenarios."""
+    by = {(p["size"], p["namespaces"]): p for p in vec["process"]}
+    rows = []
+    for (size, namespaces), p in sorted(by.items()):
+        ratio = p["hybrid"] / p["lexical"]
+        rows.append(dict(scenario=f"recall process, hybrid vs lexical ({namespaces:,} ns)", size=size, memstore=p["hybrid"],
+                         baseline=p["lexical"], ratio=ratio, ratio_def="(hybrid/lexical)",
+                         target="<= 2.5 (at 100k)" if size >= 100_000 else "(for reference)",
+                         met=ratio <= 2.5 if size >= 100_000 else None))  # fmt: skip
+        rows.append(dict(scenario="  peak memory of the hybrid process (MB)", size=size, memstore=None, baseline=None,
+                         ratio=p["hybrid_peak_mb"], ratio_def="MB", target="<= 300 MB", met=p["hybrid_peak_mb"] <= 300))  # fmt: skip
+    small, big = by.get((1_000, 10)), max((p for p in vec["process"] if p["namespaces"] > 10), key=lambda p: p["size"], default=None)
+    if small and big:
+        ratio = big["hybrid"] / small["hybrid"]
+        rows.append(dict(scenario="recall in a namespace of 100: big store vs 1k store", size=big["size"], memstore=big["hybrid"],
+                         baseline=small["hybrid"], ratio=ratio, ratio_def="(100k/1k)", target="<= 1.25", met=ratio <= 1.25))  # fmt: skip
+    for lived in vec["long_lived"]:
+        over = lived["hybrid_p50"] - lived["embed_p50"]
+        limit = 0.020 if lived["size"] <= 100_000 else 0.050 if lived["namespaces"] > 1 else None
+        rows.append(dict(scenario=f"hybrid p50 long-lived ({lived['namespaces']:,} ns)", size=lived["size"], memstore=lived["hybrid_p50"],
+                         baseline=lived["embed_p50"], ratio=over, ratio_def="s over embed",
+                         target=f"<= {limit * 1e3:.0f} ms over embed" if limit else "(for reference)",
+                         met=over <= limit if limit else None))  # fmt: skip
+    pg = vec.get("postgresql") or {}
+    for lived in pg.get("long_lived", []):
+        rows.append(dict(scenario=f"PostgreSQL+pgvector hybrid p50 ({lived['namespaces']:,} ns)", size=lived["size"],
+                         memstore=lived["hybrid_p50"], baseline=lived["embed_p50"], ratio=lived["hybrid_p50"] - lived["embed_p50"],
+                         ratio_def="s over embed", target="(for reference)", met=None))  # fmt: skip
+    if "process" in pg:
+        p = pg["process"]
+        rows.append(dict(scenario="PostgreSQL recall process, hybrid vs lexical", size=p["size"], memstore=p["hybrid"],
+                         baseline=p["lexical"], ratio=p["hybrid"] / p["lexical"], ratio_def="(hybrid/lexical)",
+                         target="(for reference)", met=None))  # fmt: skip
+    return rows
