@@ -25,7 +25,7 @@ embedded by the real model. Recall quality is measured by scripts/eval_recall.py
 
 from __future__ import annotations
 
-import os
+import json
 import random
 import statistics
 import subprocess
@@ -78,26 +78,40 @@ def build_store(location: str, size: int, namespaces: int, model_dir: Path, seed
         assert store.embedding_status()["pending"] == 0
 
 
-def run_process(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak resident MB of one process."""
+# The process scenario runs from a small launcher process of its own: Linux keeps a process's peak
+# resident memory across fork and exec, so a command forked from this process (which holds whole
+# stores by then) would report this process's peak as its own.
+LAUNCHER = """
+import json, os, statistics, subprocess, sys, time
+
+def run(command):
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{' '.join(command)} failed: {process.stderr.read().decode()[-500:]}")
+        sys.exit(f"{' '.join(command)} failed: {process.stderr.read().decode()[-500:]}")
     return seconds, usage.ru_maxrss / 1024
+
+base, runs = json.loads(sys.argv[1]), int(sys.argv[2])
+hybrid, lexical, peak = [], [], []
+for _ in range(runs):
+    seconds, megabytes = run(base)
+    hybrid.append(seconds)
+    peak.append(megabytes)
+    lexical.append(run([*base, "--mode", "lexical"])[0])
+print(json.dumps({"hybrid": statistics.median(hybrid), "lexical": statistics.median(lexical), "hybrid_peak_mb": max(peak)}))
+"""
 
 
 def bench_process(location: str, query: str, runs: int) -> dict:
-    hybrid, lexical, peak = [], [], []
+    """`memstore recall` as a process, hybrid (the default) and lexical interleaved: median wall
+    seconds of each, and the hybrid process's peak resident MB (wait4)."""
     base = [str(MEMSTORE_BIN), "--db", location, "recall", query, "-n", "ns0", "--no-touch"]
-    for _ in range(runs):
-        seconds, megabytes = run_process(base)
-        hybrid.append(seconds)
-        peak.append(megabytes)
-        lexical.append(run_process([*base, "--mode", "lexical"])[0])
-    return {"hybrid": statistics.median(hybrid), "lexical": statistics.median(lexical), "hybrid_peak_mb": max(peak)}
+    done = subprocess.run([sys.executable, "-c", LAUNCHER, json.dumps(base), str(runs)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-800:])
+    return json.loads(done.stdout)
 
 
 def bench_long_lived(location: str, namespaces: int, queries: list[str], seed: int) -> dict:
