@@ -1,4 +1,8 @@
-"""The jobs in SQL: consolidation (Stage 1 window query, Stage 2 ORDER BY ... LIMIT) and prune.
+"""The jobs in SQL: consolidation (Stage 1 window query, Stage 2 ORDER BY ... LIMIT), prune and expire.
+
+Every job archives the memories whose lifetime has ended first, in its own run, so an expired
+copy never wins its key group and expired memories take no capacity; the rules then apply to the
+rest exactly as the reference (`memstore.reference`) says.
 
 Everything here runs on a connection the caller holds inside one write transaction, so a run is
 applied whole or not at all, and a dry run is the same statements rolled back. Rows leave the live
@@ -11,7 +15,7 @@ from sqlalchemy import Connection, false, func, literal, select
 
 from .db import chunked
 from .hygiene import stale_ids
-from .live_counts import live_counts
+from .live_counts import LiveCount, live_counts
 from .runs import (
     ConsolidationReport,
     copy_to_archive,
@@ -107,6 +111,55 @@ def _archive_stale(
     remove_archived(conn, namespace, run_id, "stale")
 
 
+def _expired(namespace: str | None, now: int) -> list:
+    """The memories of `namespace` (None: all) whose lifetime has ended by `now`, as SQL conditions."""
+    return [memories.c.expires_at <= now] + ([] if namespace is None else [memories.c.namespace == namespace])
+
+
+def archive_expired(conn: Connection, namespace: str | None, run_id: int, now: int) -> dict[str, LiveCount]:
+    """Archive every memory of `namespace` (None: all) whose lifetime has ended by `now`, as
+    `expired`, pinned or not (its own lifetime ends a memory; pinning protects it from the rules);
+    returns how many, unpinned and pinned, per namespace. Read off ix_memories_expires_at."""
+    scope = _expired(namespace, now)
+    found = conn.execute(
+        select(memories.c.namespace, memories.c.pinned == false(), func.count()).where(*scope).group_by(memories.c.namespace, memories.c.pinned)
+    ).all()
+    expired: dict[str, LiveCount] = {}
+    for each, unpinned, count in found:
+        tally = expired.setdefault(each, LiveCount())
+        if unpinned:
+            tally.unpinned += count
+        else:
+            tally.pinned += count
+    for each in sorted(expired):
+        rows = select(memories).where(*_expired(each, now)).subquery("expired")
+        copy_to_archive(conn, rows, "expired", literal(None), run_id, now)
+        remove_archived(conn, each, run_id, "expired")
+    return expired
+
+
+def _take_expired(conn: Connection, counts: dict[str, LiveCount], namespace: str | None, run_id: int, now: int) -> None:
+    """The first step of every job: the expired memories go, and stop counting as live."""
+    for each, gone in archive_expired(conn, namespace, run_id, now).items():
+        if each in counts:
+            counts[each].unpinned -= gone.unpinned
+            counts[each].pinned -= gone.pinned
+
+
+def expire_in_transaction(conn: Connection, namespace: str | None, now: int, *, dry_run: bool = False) -> ConsolidationReport:
+    """Archive the memories whose lifetime has ended (`archive_expired`), as one run of kind `expire`;
+    when none has, nothing is written and the report has no run (a sweeper's empty passes leave no
+    trace)."""
+    lock_jobs(conn, namespace)
+    report = ConsolidationReport("expire", None, namespace, None, dry_run, started_at=now, finished_at=now)
+    if conn.execute(select(memories.c.id).where(*_expired(namespace, now)).limit(1)).first() is None:
+        return report
+    counts = live_counts(conn, namespace, incremental=conn.dialect.name == "sqlite")
+    run_id = start_run(conn, report, counts, stage1=False)
+    _take_expired(conn, counts, namespace, run_id, now)
+    return finish_run(conn, report, run_id, counts)
+
+
 def consolidate_in_transaction(
     conn: Connection,
     capacity: int,
@@ -133,6 +186,8 @@ def consolidate_in_transaction(
     counts = live_counts(conn, namespace, incremental=incremental)
     marks = {each: high_water_mark(conn, each) if incremental and dedup else None for each in sorted(counts)}
     run_id = start_run(conn, report, counts, stage1=dedup)
+    # Expired copies never win a key group, and expired memories take no capacity.
+    _take_expired(conn, counts, namespace, run_id, now)
     report.incremental = any(mark is not None for mark in marks.values()) or (incremental and not dedup)
     for each, since in marks.items():
         archived = _stage1_deduplicate(conn, each, run_id, now, since) if dedup else 0
@@ -165,6 +220,7 @@ def prune_in_transaction(
     report = ConsolidationReport("prune" if dedup else "stale", None, namespace, None, dry_run, params=params, started_at=now)
     counts = live_counts(conn, namespace, incremental=False)
     run_id = start_run(conn, report, counts, stage1=dedup)
+    _take_expired(conn, counts, namespace, run_id, now)
     for each in sorted(counts):
         if dedup:
             _stage1_deduplicate(conn, each, run_id, now)
@@ -172,4 +228,4 @@ def prune_in_transaction(
     return finish_run(conn, report, run_id, counts, list_kept=list_kept)
 
 
-__all__ = ["ConsolidationReport", "consolidate_in_transaction", "prune_in_transaction"]
+__all__ = ["ConsolidationReport", "archive_expired", "consolidate_in_transaction", "expire_in_transaction", "prune_in_transaction"]

@@ -10,15 +10,15 @@ holding them (`_recall_among_newest`), which bounds what it costs at any size.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Float, Integer, bindparam, column, select, text, update
 
 from .db import rows_in
-
-from .schema import FTS_TABLE, memories
+from .records import now_ms
+from .schema import FTS_TABLE, is_unexpired, memories
 from .words import FUNCTION_WORDS, tokens
 
 
@@ -28,13 +28,13 @@ from .words import FUNCTION_WORDS, tokens
 RECALL_SQL = {
     "sqlite": (
         f"SELECT m.*, -bm25({FTS_TABLE}) AS score FROM {FTS_TABLE} JOIN memories AS m ON m.rowid = {FTS_TABLE}.rowid "
-        f"WHERE {FTS_TABLE} MATCH :expression AND m.namespace = :namespace "
+        f"WHERE {FTS_TABLE} MATCH :expression AND m.namespace = :namespace AND (m.expires_at IS NULL OR m.expires_at > :now) "
         f"ORDER BY bm25({FTS_TABLE}), m.id LIMIT :k"
     ),
     "postgresql": (
         "SELECT m.*, ts_rank(to_tsvector('simple', m.text), query) AS score "
         "FROM memories AS m, to_tsquery('simple', :expression) AS query "
-        "WHERE to_tsvector('simple', m.text) @@ query AND m.namespace = :namespace "
+        "WHERE to_tsvector('simple', m.text) @@ query AND m.namespace = :namespace AND (m.expires_at IS NULL OR m.expires_at > :now) "
         "ORDER BY ts_rank(to_tsvector('simple', m.text), query) DESC, m.id LIMIT :k"
     ),
 }
@@ -97,19 +97,25 @@ class QueryWords:
 
 
 def query_words(conn: Connection, query: str) -> QueryWords:
+    """The query's distinct words, less those that say nothing about which memory is meant
+    (`choose_words`), each counted in the store's full-text index."""
+    return choose_words(query, lambda word: holding(conn, word))
+
+
+def choose_words(query: str, count: Callable[[str], int]) -> QueryWords:
     """The query's distinct words, less those that say nothing about which memory is meant:
 
     1. function words ("the", "what", "did": `memstore.words.FUNCTION_WORDS`), when the query has
        another word;
-    2. then common words (in more than COMMON_WORD_MEMORIES memories), when a rarer word is left (a
-       word in no memory included).
+    2. then common words (`count(word)`, how many memories hold it, above COMMON_WORD_MEMORIES),
+       when a rarer word is left (a word in no memory included).
 
     A query made only of such words keeps them all. Names, numbers and every other word are
     searched exactly as written (lowercased).
     """
     words = list(dict.fromkeys(tokens(query)))
     words = [word for word in words if word not in FUNCTION_WORDS] or words
-    counts = {word: holding(conn, word) for word in words}
+    counts = {word: count(word) for word in words}
     rarer = [word for word in words if counts[word] <= COMMON_WORD_MEMORIES]
     kept = rarer if rarer and len(words) > 1 else words
     return QueryWords(kept, {word: counts[word] for word in kept})
@@ -144,7 +150,7 @@ SHORTLIST_ROWS = (
 )
 
 
-def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace: str) -> list[dict[str, Any]] | None:
+def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace: str, now: int) -> list[dict[str, Any]] | None:
     """RECALL_SQL's answer from the `depth` best scores, or None when they cannot prove it.
 
     Every match scoring strictly better than the last of the shortlist is in the shortlist. So if at
@@ -161,7 +167,7 @@ def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace:
     rows = [
         dict(row)
         for row in conn.execute(SHORTLIST_ROWS, {"rowids": list(score)}).mappings()
-        if row["namespace"] == namespace and (complete or score[row["fts_rowid"]] < cutoff)
+        if row["namespace"] == namespace and is_unexpired(row, now) and (complete or score[row["fts_rowid"]] < cutoff)
     ]
     if not complete and len(rows) < k:
         return None
@@ -181,29 +187,39 @@ NEWEST_MATCHES_SQL = {
 }
 
 
-def _recall_among_newest(conn: Connection, words: list[str], expression: str, k: int, namespace: str) -> list[dict[str, Any]]:
+def _recall_among_newest(conn: Connection, words: list[str], expression: str, k: int, namespace: str, now: int) -> list[dict[str, Any]]:
     """A query made only of common words: among the newest COMMON_WORD_MEMORIES memories holding
     any of them, those of `namespace` holding the most of the words, then the shortest, then by id;
     `score` is how many of the words each holds."""
     seqs = list(conn.execute(text(NEWEST_MATCHES_SQL[conn.dialect.name]), {"expression": expression, "limit": COMMON_WORD_MEMORIES}).scalars())
+    found = [
+        dict(row._mapping) for row in rows_in(conn, select(memories), memories.c.seq, seqs)
+        if row.namespace == namespace and is_unexpired(row._mapping, now)
+    ]  # fmt: skip
+    return by_words_held(words, found, k)
+
+
+def by_words_held(words: Sequence[str], rows: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """The k of `rows` holding the most of `words`, then the shortest, then by id, each with
+    `score`: how many of the words it holds (how a query of common words only is ranked)."""
     wanted = set(words)
     scored = []
-    for row in rows_in(conn, select(memories), memories.c.seq, seqs):
-        if row.namespace != namespace:
-            continue
-        held = tokens(row.text)
-        scored.append((len(wanted.intersection(held)), len(held), row.id, dict(row._mapping)))
+    for row in rows:
+        held = tokens(row["text"])
+        scored.append((len(wanted.intersection(held)), len(held), row["id"], row))
     scored.sort(key=lambda item: (-item[0], item[1], item[2]))
     return [dict(row, score=float(matched)) for matched, _, _, row in scored[:k]]
 
 
 def recall_rows(
-    conn: Connection, query: str, k: int, namespace: str, *, words: QueryWords | None = None
+    conn: Connection, query: str, k: int, namespace: str, *, words: QueryWords | None = None, now: int | None = None
 ) -> list[dict[str, Any]]:
-    """The top-k live memories of `namespace` for `query`, best first, each with its `score`;
-    `words`, when the caller has them already, are the query's words (`query_words`)."""
+    """The top-k live memories of `namespace` for `query` not expired at `now` (default: now), best
+    first, each with its `score`; `words`, when the caller has them already, are the query's words
+    (`query_words`)."""
     if k <= 0:
         return []
+    now = now_ms() if now is None else now
     dialect = conn.dialect.name
     words = words or query_words(conn, query)
     expression = query_expression(words.words, dialect)
@@ -211,14 +227,14 @@ def recall_rows(
         return []
     k = min(k, MAX_LIMIT)
     if words.all_common:
-        return _recall_among_newest(conn, words.words, expression, k, namespace)
+        return _recall_among_newest(conn, words.words, expression, k, namespace, now)
     if dialect == "sqlite" and k <= SHORTLIST_MAX_K:
-        found = _recall_from_shortlist(conn, expression, k, namespace)
+        found = _recall_from_shortlist(conn, expression, k, namespace, now)
         if found is not None:
             return found
     rows = conn.execute(
         text(RECALL_SQL[dialect]).columns(*memories.c, column("score", Float)),
-        {"expression": expression, "namespace": namespace, "k": k},
+        {"expression": expression, "namespace": namespace, "k": k, "now": now},
     ).mappings()
     return [dict(row) for row in rows]
 

@@ -6,7 +6,8 @@ Accepted record shapes (fields may be mixed):
   updated_at, last_recalled_at, recall_count, fact_key, meta``;
 * the consolidation spec's ``{"id", "text", "timestamp", "importance"}``;
 * the hygiene spec's ``{"id", "text", "created_at", "updated_at", "last_recalled_at",
-  "recall_count", "pinned", "key"}`` with ISO dates; ``key`` is stored as ``fact_key``.
+  "recall_count", "pinned", "key"}`` with ISO dates; ``key`` is stored as ``fact_key``;
+* ``expires_at``, when the memory stops being visible (see docs/time.md).
 
 Dates may be Unix milliseconds or ISO 8601 dates/datetimes (a naive one is UTC). A missing
 ``timestamp`` is taken from ``updated_at``, else ``created_at``. ``norm_key`` in the input is
@@ -22,25 +23,40 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import IO, Any
 
 from .defaults import DEFAULT_NAMESPACE
 from .errors import ValidationError
 from .records import PreparedRow, now_ms, prepare_row
-from .validate import check_string, is_int
+from .validate import INT64_MAX, INT64_MIN, check_int, check_string, is_int
 
-DATE_FIELDS = ("created_at", "updated_at", "last_recalled_at", "timestamp")
-# Columns that are derived or bookkeeping (the key, the write order): export leaves them out and
-# import ignores them rather than trusting them.
-DERIVED_FIELDS = ("norm_key", "seq")
+DATE_FIELDS = ("created_at", "updated_at", "last_recalled_at", "timestamp", "expires_at")
+# Columns that are derived or bookkeeping (the key, the write order, when a row entered this store):
+# export leaves them out and import ignores them rather than trusting them.
+DERIVED_FIELDS = ("norm_key", "seq", "stored_at")
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def iso_to_ms(value: str) -> int:
+    """An ISO-8601 moment as Unix ms (UTC when it names no offset), exact: no float on the way."""
     moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp() * 1000)
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
+def parse_moment(text: str, location: str) -> int:
+    """A moment typed by a person: Unix ms (digits) or ISO-8601 ('2026-12-01', '2026-12-01T09:30:00+01:00')."""
+    stripped = text.strip()
+    if stripped.lstrip("-").isdigit():
+        return check_int(int(stripped), location, None, INT64_MIN, INT64_MAX)
+    try:
+        return iso_to_ms(stripped)
+    except ValueError:
+        raise ValidationError(location, None, f"is not a moment: {text[:40]!r} (ISO-8601 such as 2026-12-01T09:00:00Z, or Unix ms)") from None
 
 
 def _line_of(text: str, offset: int) -> int:

@@ -14,20 +14,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, or_, select, union, update
+from sqlalchemy import Connection, and_, insert, or_, select, union, update
 
-from . import vector_index
 from .db import rows_in
 from .errors import IdConflictError, MemstoreError, ValidationError, memory_not_found
-from .records import new_id, prepare_row
+from .records import memory_state, new_id, now_ms, prepare_row
 from .runs import ARCHIVE_FIELDS, ArchivedEntry, archive_ids, archived_entries, insert_run, lock_jobs, superseded_chain
-from .schema import MEMORY_COLUMNS, memories
+from .schema import MEMORY_COLUMNS, memories, unexpired
 from .schema import contradiction_flags as flags
 from .schema import memory_archive as archive
 from .schema import memory_merges as merges
 
 # The fields an update may change; everything else is carried from the version it replaces.
-UPDATABLE = ("text", "importance", "pinned", "meta", "fact_key", "timestamp")
+UPDATABLE = ("text", "importance", "pinned", "meta", "fact_key", "timestamp", "expires_at")
 
 
 @dataclass
@@ -120,19 +119,20 @@ def update_in_transaction(
 
     The new version gets `version_id` (default: a generated id) and, unless given, the timestamp
     `now`; it carries every field not changed, the old version's created_at and its recall
-    history, with updated_at = now.
+    history, with updated_at = now. `changes` holds only the fields to change (`expires_at` None:
+    no expiry).
     """
     unknown = sorted(set(changes) - set(UPDATABLE))
     if unknown:
         raise ValidationError(f"update {memory_id}", unknown[0], "cannot be changed by an update")
-    given = {name: value for name, value in changes.items() if value is not None}
+    given = dict(changes)
     lock_jobs(conn, namespace)
     old = live_rows(conn, [memory_id], namespace, "update")[memory_id]
     if not given:
         raise ValidationError(f"update {memory_id}", None, f"nothing to change: give one of {', '.join(UPDATABLE)}")
     if all(_same_value(old[name], value) for name, value in given.items()):
         raise ValidationError(f"update {memory_id}", None, "changes nothing: every value given is the stored one")
-    record = {name: old[name] for name in ("namespace", "text", "importance", "pinned", "fact_key", "meta")}
+    record = {name: old[name] for name in ("namespace", "text", "importance", "pinned", "fact_key", "meta", "expires_at")}
     record.update(
         id=version_id if version_id is not None else new_id(), timestamp=now, created_at=old["created_at"], updated_at=now,
         recall_count=old["recall_count"], last_recalled_at=old["last_recalled_at"],
@@ -149,6 +149,20 @@ def update_in_transaction(
     archive_ids(conn, [memory_id], "superseded", new_row["id"], run_id, now)
     report = LifecycleReport("update", run_id, old["namespace"], archived_entries(conn, run_id), [new_row["id"]])
     return {name: new_row[name] for name in MEMORY_COLUMNS}, report
+
+
+def extend_lifetimes(conn: Connection, ends: Mapping[str, int | None], namespace: str | None, now: int) -> int:
+    """Set each memory's expires_at in place (id -> new end, None: never), for the memories of
+    `namespace` (None: any) visible at `now`, and only to an end later than `now`. Such a change
+    leaves every past moment's answer as it was (the memory was visible then, and still is until
+    after now), which is why the end of a lifetime may move in place when nothing else may."""
+    moved = 0
+    for memory_id, end in sorted(ends.items()):
+        if end is not None and end <= now:
+            continue
+        scope = [memories.c.id == memory_id, unexpired(memories, now)] + ([] if namespace is None else [memories.c.namespace == namespace])
+        moved += conn.execute(update(memories).where(*scope).values(expires_at=end)).rowcount
+    return moved
 
 
 def _same_value(stored: Any, given: Any) -> bool:
@@ -180,9 +194,10 @@ def supersede_in_transaction(conn: Connection, old_id: str, by: str, namespace: 
     return LifecycleReport("supersede", run_id, rows[old_id]["namespace"], archived_entries(conn, run_id))
 
 
-def undo_update(conn: Connection, run_id: int, params: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Take back the version an update run wrote (called by restore before the old one comes back);
-    returns the recall history the restored version takes over.
+def undo_update(conn: Connection, run_id: int, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """What taking back the version an update run wrote needs (called by restore before the old one
+    comes back): the version's id, and the recall history the restored version takes over.
+    `retire_update` then archives the version.
 
     The new version carried the old one's recall history and may have been recalled since, so the
     restored version takes its counts; the change itself stays recorded in the run's params.
@@ -205,15 +220,19 @@ def undo_update(conn: Connection, run_id: int, params: Mapping[str, Any] | None)
     if leaning:
         later = leaning[-1]
         raise MemstoreError(f"run {later} relies on {written!r}, the version run {run_id} wrote; restore run {later} first")
-    vector_index.remove(conn, [written])
-    conn.execute(delete(memories).where(memories.c.id == written))
-    return {"recall_count": row["recall_count"], "last_recalled_at": row["last_recalled_at"]}
+    return written, {"recall_count": row["recall_count"], "last_recalled_at": row["last_recalled_at"]}
+
+
+def retire_update(conn: Connection, run_id: int, written: str, restored: str, now: int) -> None:
+    """Archive the version an update wrote, once its restore has brought the old one back, as
+    superseded by it: the version was live for a while, and what was live then stays answerable."""
+    archive_ids(conn, [written], "superseded", restored, run_id, now)
 
 
 def _version(row: Mapping[str, Any]) -> dict[str, Any]:
     """A row as a history entry: the memory's columns, its state, and the archive's fields (None when live)."""
     entry = {name: row[name] for name in MEMORY_COLUMNS}
-    entry["state"] = "live" if row.get("archived_at") is None else "archived"
+    entry["state"] = memory_state(row, now_ms())
     entry.update({name: row.get(name) for name in ARCHIVE_FIELDS})
     return entry
 

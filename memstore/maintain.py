@@ -1,11 +1,14 @@
 """`memstore maintain`: the maintenance phases in dependency order, each one transaction and one run.
 
-    check -> dedup -> semantic -> contradict -> stale -> evict -> verify
+    check -> expire -> dedup -> semantic -> contradict -> stale -> evict -> verify
 
 A phase that fails is reported and the others still run, except the phases that need its result,
 which are skipped (a failed `check` skips every phase that writes: a damaged store is not one to
-change). `verify` always runs. A dry run executes every phase in one transaction, each phase in a
-savepoint, and rolls the whole back: it shows exactly what the real run, phase after phase, would do.
+change). `expire` archives the memories whose lifetime has ended before any rule ranks the rest
+(the phases that rank need it; every job also does so first, so a phase run alone never ranks an
+expired memory). `verify` always runs. A dry run executes every phase in one transaction, each
+phase in a savepoint, and rolls the whole back: it shows exactly what the real run, phase after
+phase, would do.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from .consolidate import consolidate_in_transaction, prune_in_transaction
+from .consolidate import consolidate_in_transaction, expire_in_transaction, prune_in_transaction
 from .db import checkpoint, database_error, read_transaction, write_transaction
 from .embeddings import Embeddings
 from .errors import MemstoreError, ValidationError
@@ -28,14 +31,16 @@ from .records import now_ms
 from .semantic.phases import contradict_in_transaction, semantic_in_transaction
 from .semantic.vectors import model_of
 
-PHASES = ("check", "dedup", "semantic", "contradict", "stale", "evict", "verify")
+PHASES = ("check", "expire", "dedup", "semantic", "contradict", "stale", "evict", "verify")
 # What each phase needs to have succeeded first (if it was asked for).
 NEEDS = {
     "check": (),
-    "dedup": ("check",),
+    "expire": ("check",),
+    # The rules rank only memories still in their lifetime.
+    "dedup": ("check", "expire"),
     "semantic": ("check", "dedup"),
     "contradict": ("check", "semantic"),
-    "stale": ("check",),
+    "stale": ("check", "expire"),
     "evict": ("check", "dedup"),
     "verify": (),
 }
@@ -139,6 +144,11 @@ def _phase_check(context: Context, conn: Connection | None, result: PhaseResult)
         raise MemstoreError(f"the store has problems (`memstore check --fix` repairs some): {'; '.join(problems)}")
 
 
+def _phase_expire(context: Context, conn: Connection, result: PhaseResult) -> None:
+    options = context.options
+    _job_result(result, expire_in_transaction(conn, options.namespace, now_ms(), dry_run=options.dry_run))
+
+
 def _phase_dedup(context: Context, conn: Connection, result: PhaseResult) -> None:
     options = context.options
     report = consolidate_in_transaction(conn, 0, options.namespace, now_ms(), dry_run=options.dry_run, stages=("dedup",))
@@ -222,7 +232,7 @@ class _Skip(Exception):
 
 
 RUNNERS: dict[str, Callable] = {
-    "check": _phase_check, "dedup": _phase_dedup, "semantic": _phase_semantic, "contradict": _phase_contradict,
+    "check": _phase_check, "expire": _phase_expire, "dedup": _phase_dedup, "semantic": _phase_semantic, "contradict": _phase_contradict,
     "stale": _phase_stale, "evict": _phase_evict, "verify": _phase_verify,
 }  # fmt: skip
 # What runs before a phase's transaction (and may skip it).

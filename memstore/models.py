@@ -44,6 +44,8 @@ class _MemoryFields:
     fact_key: Mapped[Optional[str]]
     meta: Mapped[Optional[dict[str, Any]]]
     seq: Mapped[int]
+    expires_at: Mapped[Optional[int]]
+    stored_at: Mapped[Optional[int]]
 
 
 class Memory(_MemoryFields, Base):
@@ -86,6 +88,7 @@ class ConsolidationRun(Base):
     stale: Mapped[int]
     restored_at: Mapped[Optional[int]]
     high_water_seq: Mapped[Optional[int]]
+    expired: Mapped[int]
 
 
 class MemoryMerge(Base):
@@ -98,6 +101,18 @@ class MemoryMerge(Base):
     absorbed_recall_count: Mapped[int]
     last_recalled_at_before: Mapped[Optional[int]]
     last_recalled_at_after: Mapped[Optional[int]]
+
+
+class MemoryGap(Base):
+    """A time a memory was out of the live set and came back (archived by run_id, then restored)."""
+
+    __table__ = schema.memory_gaps
+
+    id: Mapped[int]
+    memory_id: Mapped[str]
+    archived_at: Mapped[int]
+    restored_at: Mapped[int]
+    run_id: Mapped[int]
 
 
 class Setting(Base):
@@ -140,6 +155,7 @@ class ContradictionFlag(Base):
 
 
 __all__ = [
-    "ArchivedMemory", "Base", "ConsolidationRun", "ContradictionFlag", "Memory", "MemoryMerge", "MemoryVector", "Setting",
+    "ArchivedMemory", "Base", "ConsolidationRun", "ContradictionFlag", "Memory", "MemoryGap", "MemoryMerge", "MemoryVector",
+    "Setting",
     *_schema_names,
 ]  # fmt: skip

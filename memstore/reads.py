@@ -7,13 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, Select, Table, exists, func, not_, select, union_all
 
-from .errors import memory_not_found
+from .errors import ValidationError, memory_not_found
 from .lookups import stored_rows
-from .schema import RANK_ORDER, memories
+from .records import now_ms
+from .schema import MEMORY_COLUMNS, RANK_ORDER, memories, rank_order, unexpired
 from .schema import consolidation_runs as runs
 from .schema import memory_archive as archive
+from .schema import memory_gaps as gaps
 
 
 def get_row(conn: Connection, memory_id: str, namespace: str | None) -> dict[str, Any]:
@@ -25,10 +27,11 @@ def get_row(conn: Connection, memory_id: str, namespace: str | None) -> dict[str
 
 
 def find_fact(conn: Connection, namespace: str, fact_key: str) -> dict[str, Any] | None:
-    """The live memory of `namespace` holding `fact_key` (the newest, then smallest id, if several)."""
+    """The live memory of `namespace` holding `fact_key`, not expired (the newest, then smallest id,
+    if several)."""
     query = (
         select(memories)
-        .where(memories.c.namespace == namespace, memories.c.fact_key == fact_key)
+        .where(memories.c.namespace == namespace, memories.c.fact_key == fact_key, unexpired(memories, now_ms()))
         .order_by(memories.c.timestamp.desc(), memories.c.id)
         .limit(1)
     )
@@ -43,12 +46,16 @@ def iter_rows(
     archived: bool = False,
     limit: int | None = None,
     namespace_prefix: str | None = None,
+    with_expired: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """Rows of one namespace (None: all), live in (namespace, rank) order or archived by archive
-    time. `namespace_prefix="a.b"` takes the namespaces "a.b" and "a.b.*" instead."""
+    """Rows of one namespace (None: all), live (not expired) in (namespace, rank) order or archived
+    by archive time. `namespace_prefix="a.b"` takes the namespaces "a.b" and "a.b.*" instead.
+    `with_expired` also gives the live rows that have expired (export writes them)."""
     table = archive if archived else memories
     order = (table.c.archived_at, table.c.id) if archived else (table.c.namespace, *RANK_ORDER)
     query = select(table).order_by(*order).limit(limit)
+    if not archived and not with_expired:
+        query = query.where(unexpired(memories, now_ms()))
     if namespace is not None:
         query = query.where(table.c.namespace == namespace)
     if namespace_prefix is not None:
@@ -60,11 +67,60 @@ def iter_rows(
 
 
 def count_rows(conn: Connection, namespace: str | None, *, archived: bool = False) -> int:
+    """How many memories of one namespace (None: all) are live and not expired, or archived."""
     table = archive if archived else memories
     query = select(func.count()).select_from(table)
+    if not archived:
+        query = query.where(unexpired(memories, now_ms()))
     if namespace is not None:
         query = query.where(table.c.namespace == namespace)
     return conn.execute(query).scalar_one()
+
+
+# The columns of a row as it was at a past moment: a memory's, less its place in the write order
+# (which a restore renumbers).
+AS_OF_COLUMNS = tuple(name for name in MEMORY_COLUMNS if name != "seq")
+
+
+def present_rows(table: Table, at: int, namespace: str | None) -> Select:
+    """The rows of `table` (memories or the archive) that the live table held at the moment `at`.
+
+    Nothing leaves the store: a memory is a row of `memories` or, once it left the live set, of
+    `memory_archive` with when (`archived_at`) and why. So the live table held a row at T when:
+
+    * it had entered the store by T: `stored_at <= T` (`created_at` for a row written before
+      revision 0009 or in the sqlite3 shell);
+    * and had not left it by T: live now, or archived after T;
+    * and was not out for a while at T: no `memory_gaps` row (a restore's record of the time a
+      memory spent archived) has `archived_at <= T < restored_at`.
+
+    Which of them reads showed at T: those not expired by then (`unexpired(table, T)`).
+    """
+    out_then = exists().where(gaps.c.memory_id == table.c.id, gaps.c.archived_at <= at, gaps.c.restored_at > at)
+    conditions = [func.coalesce(table.c.stored_at, table.c.created_at) <= at, not_(out_then)]
+    if table is archive:
+        conditions.append(archive.c.archived_at > at)  # read off ix_memory_archive_as_of
+    if namespace is not None:
+        conditions.append(table.c.namespace == namespace)
+    return select(*(table.c[name] for name in AS_OF_COLUMNS)).where(*conditions)
+
+
+def rows_at(
+    conn: Connection, namespace: str | None, at: int, *, limit: int | None = None, expired: bool = False,
+    archived: bool = False,
+) -> list[dict[str, Any]]:
+    """The memories of `namespace` (None: all) live at the moment `at`, as they were then, in
+    (namespace, rank) order as `list` gives the live set; with `expired`, also those the live
+    table held then but whose lifetime had ended. (`archived` is refused: a past moment's live set
+    is what this answers.)"""
+    if archived:
+        raise ValidationError("list", "as_of", "lists what was live at a moment; it cannot be combined with archived")
+    parts = [present_rows(table, at, namespace) for table in (memories, archive)]
+    if not expired:
+        parts = [part.where(unexpired(table, at)) for part, table in zip(parts, (memories, archive))]
+    both = union_all(*parts).subquery("as_of")
+    query = select(both).order_by(both.c.namespace, *rank_order(both.c)).limit(limit)
+    return [dict(row) for row in conn.execute(query).mappings()]
 
 
 def run_rows(conn: Connection, limit: int | None) -> list[dict[str, Any]]:
@@ -73,7 +129,9 @@ def run_rows(conn: Connection, limit: int | None) -> list[dict[str, Any]]:
 
 
 def namespace_names(conn: Connection) -> list[str]:
-    return list(conn.execute(select(memories.c.namespace).distinct().order_by(memories.c.namespace)).scalars())
+    """The namespaces that hold a visible live memory."""
+    query = select(memories.c.namespace).where(unexpired(memories, now_ms())).distinct().order_by(memories.c.namespace)
+    return list(conn.execute(query).scalars())
 
 
 # Rows per round trip when an export carries vectors.

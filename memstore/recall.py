@@ -20,8 +20,8 @@ from .errors import MemstoreError, ValidationError
 from .fulltext import query_words, recall_rows, touch
 from .live_counts import live_total
 from .records import now_ms
-from .schema import memories
-from .semantic.fusion import LEXICAL, SEMANTIC, Candidate, Fused, coverage, fuse, word_weights
+from .schema import is_unexpired, memories
+from .semantic.fusion import LEXICAL, SEMANTIC, Candidate, Fused, fuse, judged, word_weights
 from .semantic.vectors import NamespaceVectors, cosines, has_vectors, require_model, search
 
 def fusion_depth(k: int) -> int:
@@ -72,6 +72,21 @@ class Recall:
         with self._transaction(touch) as conn:
             rows = self.ranked_rows(conn, query, k, namespace, chosen, vectors.get(query))
             return touched(conn, rows) if touch else rows
+
+    def recall_as_of(self, query: str, k: int, namespace: str, at: int, *, mode: str | None) -> list[dict[str, Any]]:
+        """Recall's answer among the memories of `namespace` live at `at` (memstore.as_of), in the
+        mode `recall` would use; nothing is touched."""
+        from .as_of import ranked_at
+
+        validate_mode(mode)
+        chosen, vectors = "lexical", {}
+        if mode != "lexical":
+            with read_transaction(self.engine) as conn:
+                wanted = mode or ("hybrid" if has_vectors(conn) else "lexical")
+            if wanted != "lexical":
+                chosen, vectors = self._embedded([query], mode)
+        with read_transaction(self.engine) as conn:
+            return ranked_at(conn, query, k, namespace, at, chosen, vectors.get(query), fusion_depth(k))
 
     def ranked_rows(
         self, conn: Connection, query: str, k: int, namespace: str, mode: str, query_vector: Any
@@ -154,17 +169,14 @@ class Recall:
         similarity = {**cosines(conn, require_model(conn), [i for i in lexical if i not in semantic], query_vector), **semantic}
         rows = {**self._live_rows(conn, [memory_id for memory_id in semantic if memory_id not in lexical]), **lexical}
         weights = word_weights(words.words, words.holding, live_total(conn))
-        candidates = [
-            Candidate(memory_id, similarity.get(memory_id), coverage(weights, row["text"]),
-                      tuple(name for name, found in ((LEXICAL, memory_id in lexical), (SEMANTIC, memory_id in semantic)) if found))
-            for memory_id, row in rows.items()
-        ]  # fmt: skip
+        candidates = judged(rows, lexical, semantic, similarity, weights)
         return rows, candidates
 
     @staticmethod
     def _live_rows(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
-        """The live rows of `ids`: a hit archived since the vector search is left out."""
-        return {row.id: dict(row._mapping) for row in rows_in(conn, select(memories), memories.c.id, ids)}
+        """The live rows of `ids`, not expired: a hit archived since the vector search is left out."""
+        now = now_ms()
+        return {row.id: dict(row._mapping) for row in rows_in(conn, select(memories), memories.c.id, ids) if is_unexpired(row._mapping, now)}
 
     def _rows_of(self, conn: Connection, ranked: list[Fused]) -> list[dict[str, Any]]:
         live = self._live_rows(conn, [hit.id for hit in ranked])

@@ -26,6 +26,7 @@ from .validate import (
     check_int,
     check_rule_fields,
     check_string,
+    check_ttl,
 )
 
 # Fields a caller may give; `norm_key` is deliberately not among them. `embedding` is the
@@ -33,7 +34,7 @@ from .validate import (
 INPUT_FIELDS = frozenset(
     {
         "id", "text", "namespace", "timestamp", "importance", "pinned", "fact_key", "meta",
-        "created_at", "updated_at", "last_recalled_at", "recall_count", "embedding",
+        "created_at", "updated_at", "last_recalled_at", "recall_count", "expires_at", "embedding",
     }
 )  # fmt: skip
 
@@ -99,6 +100,8 @@ def prepare_row(record: Mapping[str, Any], location: str, now: int | None = None
         "recall_count": record.get("recall_count") if record.get("recall_count") is not None else 0,
         "fact_key": record.get("fact_key"),
         "meta": record.get("meta"),
+        "expires_at": ms("expires_at"),
+        "stored_at": now,  # when the row enters memstore: what "live at a past moment" starts from
     }
     if "text" not in given:
         raise ValidationError(location, "text", "is missing")
@@ -140,6 +143,47 @@ def check_meta(meta: Any, location: str) -> None:
         raise ValidationError(location, "meta", f"is not strict JSON ({exc.__class__.__name__})") from None
 
 
+def lifetime_end(ttl: float | None, expires_at: int | None, now: int, location: str) -> int | None:
+    """When a memory written at `now` stops being visible: `ttl` seconds later, or at `expires_at`
+    (Unix ms, checked by `prepare_row`); None for never. Giving both is an error."""
+    if ttl is None:
+        return expires_at
+    if expires_at is not None:
+        raise ValidationError(location, "ttl", "give a lifetime (ttl) or an end (expires_at), not both")
+    return now + math.ceil(check_ttl(ttl, location) * 1000)
+
+
+def lifetime_change(ttl: float | None, expires_at: int | None, no_expiry: bool, now: int, location: str) -> dict[str, int | None]:
+    """What an update changes of a lifetime: {"expires_at": end} (None: never), or {} for nothing."""
+    end = lifetime_end(ttl, expires_at, now, location)
+    if no_expiry and end is not None:
+        raise ValidationError(location, "no_expiry", "cannot be combined with a lifetime (ttl or expires_at)")
+    return {"expires_at": end} if end is not None or no_expiry else {}
+
+
+def one_memory(text, id, namespace, timestamp, importance, pinned, fact_key, meta, ttl, expires_at) -> PreparedRow:
+    """The row of one memory given field by field (MemoryStore.add and .remember)."""
+    now = now_ms()
+    record = {
+        "id": id, "text": text, "namespace": namespace, "timestamp": timestamp, "importance": importance,
+        "pinned": pinned, "fact_key": fact_key, "meta": meta, "expires_at": lifetime_end(ttl, expires_at, now, "memory"),
+    }  # fmt: skip
+    prepared = prepare_row(record, "memory", now)
+    if ttl is None:
+        return prepared
+    # A retried write says the same lifetime a moment later: its end does not tell a retry from a
+    # different record.
+    return PreparedRow(prepared.row, prepared.given - {"expires_at"}, prepared.location, prepared.embedding)
+
+
+def memory_state(row: Mapping[str, Any], now: int) -> str:
+    """"archived", "expired" (its lifetime ended; still in the live table until a job archives it)
+    or "live"."""
+    if row.get("archived_at") is not None:
+        return "archived"
+    return "expired" if row.get("expires_at") is not None and row["expires_at"] <= now else "live"
+
+
 def is_retry_of(prepared: PreparedRow, stored: Mapping[str, Any]) -> bool:
     """True when `stored` already holds what the caller asked for (an agent retrying a write)."""
     return all(prepared.row[field] == stored[field] for field in prepared.given)
@@ -147,5 +191,5 @@ def is_retry_of(prepared: PreparedRow, stored: Mapping[str, Any]) -> bool:
 
 __all__ = [
     "IMPORTANCE_MAX", "IMPORTANCE_MIN",
-    "PreparedRow", "is_retry_of", "new_id", "now_ms", "prepare_row",
+    "PreparedRow", "is_retry_of", "lifetime_change", "lifetime_end", "memory_state", "new_id", "now_ms", "one_memory", "prepare_row",
 ]  # fmt: skip

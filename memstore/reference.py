@@ -33,10 +33,19 @@ class ConsolidationPlan:
     kept: list[Memory] = field(default_factory=list)  # in rank order, pinned included
     duplicates: list[tuple[Memory, str]] = field(default_factory=list)  # (loser, superseded_by id)
     evicted: list[Memory] = field(default_factory=list)
+    expired: list[Memory] = field(default_factory=list)  # their lifetime ended: out before any rule
 
 
-def plan_consolidation(memories: Sequence[Memory], capacity: int) -> ConsolidationPlan:
-    """Apply Stage 1 and Stage 2 to one namespace's memories without changing them."""
+def is_expired(memory: Memory, now: int | None) -> bool:
+    """Has the memory's lifetime (`expires_at`, Unix ms; none: forever) ended by `now`?"""
+    return now is not None and memory.get("expires_at") is not None and memory["expires_at"] <= now
+
+
+def plan_consolidation(memories: Sequence[Memory], capacity: int, now: int | None = None) -> ConsolidationPlan:
+    """Apply Stage 1 and Stage 2 to one namespace's memories without changing them.
+
+    With `now`, the memories whose lifetime has ended by then leave first, pinned or not, and the
+    rules apply to the rest: an expired copy never wins its key group, nor takes capacity."""
     check_capacity(capacity)
     seen_ids: dict[str, int] = {}
     for index, memory in enumerate(memories):
@@ -46,11 +55,12 @@ def plan_consolidation(memories: Sequence[Memory], capacity: int) -> Consolidati
             raise ValidationError(location, "id", f"duplicates the id of record {seen_ids[memory['id']]}")
         seen_ids[memory["id"]] = index
 
+    plan = ConsolidationPlan(expired=[m for m in memories if is_expired(m, now)])
     groups: dict[str, list[Memory]] = {}
     for memory in memories:
-        groups.setdefault(normalize_key(memory["text"]), []).append(memory)
+        if not is_expired(memory, now):
+            groups.setdefault(normalize_key(memory["text"]), []).append(memory)
 
-    plan = ConsolidationPlan()
     survivors: list[Memory] = []
     for group in groups.values():
         group = sorted(group, key=stage1_order)
@@ -70,11 +80,12 @@ def plan_consolidation(memories: Sequence[Memory], capacity: int) -> Consolidati
     return plan
 
 
-def consolidate_memories(memories: Sequence[Memory], capacity: int) -> list[Memory]:
+def consolidate_memories(memories: Sequence[Memory], capacity: int, now: int | None = None) -> list[Memory]:
     """Return the memories that survive consolidation, in Stage 2 order.
 
     The result holds the original dict objects, at most ``capacity`` of them
-    (plus any pinned ones); the input list is not modified.
+    (plus any pinned ones); the input list is not modified. With `now`, memories expired by
+    then are not among them.
 
     >>> mem = [
     ...     {"id": "m1", "text": "User prefers dark mode.", "timestamp": 10, "importance": 3},
@@ -84,4 +95,4 @@ def consolidate_memories(memories: Sequence[Memory], capacity: int) -> list[Memo
     >>> [m["id"] for m in consolidate_memories(mem, 5)]
     ['m3', 'm2']
     """
-    return plan_consolidation(memories, capacity).kept
+    return plan_consolidation(memories, capacity, now).kept

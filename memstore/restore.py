@@ -1,24 +1,26 @@
 """Restore: undo any run, whole. Above the job and the corrections, since it undoes both.
 
 Every row a run archived goes back to the live set, whole (with a new seq, so the next incremental
-run looks at its key); recall history the run merged onto survivors is taken back; an update's new
-version is taken away; a contradict run's flags go, and a flag a supersede resolved opens again.
+run looks at its key) and the time it was out recorded in `memory_gaps`; recall history the run
+merged onto survivors is taken back; an update's new version is archived as superseded by the old
+one it replaced; a contradict run's flags go, and a flag a supersede resolved opens again.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, delete, insert, literal, select, update
 
 from . import vector_index
 from .errors import MemstoreError, NotFoundError
-from .lifecycle import undo_update
+from .lifecycle import retire_update, undo_update
 from .runs import lock_jobs, undo_merges
 from .schema import MEMORY_COLUMNS, memories
 from .schema import consolidation_runs as runs
 from .schema import contradiction_flags as flags
 from .schema import memory_archive as archive
+from .schema import memory_gaps as gaps
 
 
 @dataclass
@@ -36,9 +38,16 @@ def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreRe
         raise NotFoundError(f"no run {run_id}; `memstore runs` lists them")
     if run.status == "restored":
         raise MemstoreError(f"run {run_id} was already restored")
-    carried = undo_update(conn, run_id, run.params) if run.kind == "update" else None
+    written, carried = undo_update(conn, run_id, run.params) if run.kind == "update" else (None, None)
     restored_ids = list(
         conn.execute(select(archive.c.id).where(archive.c.run_id == run_id).order_by(archive.c.id)).scalars()
+    )
+    # The time each was out of the live set, for what was live at any past moment.
+    conn.execute(
+        insert(gaps).from_select(
+            ["memory_id", "archived_at", "restored_at", "run_id"],
+            select(archive.c.id, archive.c.archived_at, literal(now), archive.c.run_id).where(archive.c.run_id == run_id),
+        )
     )
     # Restored rows count as written now: the database gives them new seqs (in id order), so the
     # next incremental run looks at their keys.
@@ -52,6 +61,7 @@ def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreRe
     vector_index.add(conn, restored_ids)  # they kept their vectors while archived
     if carried is not None:
         conn.execute(update(memories).where(memories.c.id.in_(restored_ids)).values(**carried))
+        retire_update(conn, run_id, written, restored_ids[0], now)
     undo_merges(conn, run_id)
     # A contradict run's flags go; a flag a supersede run resolved is open again.
     conn.execute(delete(flags).where(flags.c.run_id == run_id))

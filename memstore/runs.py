@@ -91,6 +91,10 @@ class ConsolidationReport:
     def stale(self) -> int:
         return self._count("stale")
 
+    @property
+    def expired(self) -> int:
+        return self._count("expired")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -108,6 +112,7 @@ class ConsolidationReport:
             "duplicates": self.duplicates,
             "evicted": self.evicted,
             "stale": self.stale,
+            "expired": self.expired,
             **({} if self.kept_ids is None else {"kept_ids": self.kept_ids}),
             "archived": [entry.__dict__ for entry in self.archived],
             "checks": [check.__dict__ for check in self.checks],
@@ -181,7 +186,7 @@ def finish_run(
         .where(runs.c.id == run_id)
         .values(
             kept=report.kept_count, duplicates=report.duplicates, evicted=report.evicted,
-            stale=report.stale, finished_at=report.finished_at,
+            stale=report.stale, expired=report.expired, finished_at=report.finished_at,
         )
     )  # fmt: skip
     return report

@@ -27,6 +27,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    or_,
     text as sql_text,
 )
 
@@ -48,11 +49,15 @@ CodePointText = Text().with_variant(Text(collation="C"), "postgresql")
 ROWID_BIGINT = BigInteger().with_variant(Integer, "sqlite")
 
 # Why a memory left the live set: the jobs (duplicate, evicted, stale), a hand edit (manual), the
-# lifecycle operations (forgotten; superseded by an update or by a person's choice), and a merge of
-# the same fact said in other words (semantic_duplicate).
-ARCHIVE_REASONS = ("duplicate", "evicted", "stale", "manual", "forgotten", "superseded", "semantic_duplicate")
+# lifecycle operations (forgotten; superseded by an update or by a person's choice), a merge of the
+# same fact said in other words (semantic_duplicate), and the end of its lifetime (expired).
+ARCHIVE_REASONS = ("duplicate", "evicted", "stale", "manual", "forgotten", "superseded", "semantic_duplicate", "expired")
 RUN_STATUSES = ("applied", "restored")
-RUN_KINDS = ("consolidate", "prune", "forget", "update", "supersede", "dedup", "evict", "stale", "semantic", "contradict")
+RUN_KINDS = ("consolidate", "prune", "forget", "update", "supersede", "dedup", "evict", "stale", "semantic", "contradict", "expire")
+# The time columns every memory row ends with, live or archived (added by revision 0009, after the
+# others): when it stops being visible (None: never), and when it entered memstore (None for a row
+# written before revision 0009 or in the sqlite3 shell: its created_at stands in).
+TIME_COLUMNS = ("expires_at", "stored_at")
 FLAG_STATUSES = ("open", "resolved", "dismissed")
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
@@ -101,6 +106,8 @@ memories = Table(
     # past its last high-water mark. `id` still names a memory (unique, the conflict target of
     # upserts); SQLite allows only its one INTEGER PRIMARY KEY to be the rowid, hence seq as the key.
     Column("seq", ROWID_BIGINT, primary_key=True),
+    Column("expires_at", BigInteger),
+    Column("stored_at", BigInteger),
     *_memory_checks(),
     sqlite_autoincrement=True,
 )
@@ -121,6 +128,8 @@ memory_archive = Table(
     Column("run_id", Integer, ForeignKey("consolidation_runs.id"), index=True),
     # For a semantic_duplicate: the cosine similarity to the survivor that justified the merge.
     Column("similarity", Float),
+    Column("expires_at", BigInteger),
+    Column("stored_at", BigInteger),
     *_memory_checks(),
     CheckConstraint(_in("reason", ARCHIVE_REASONS), name="reason_known"),
 )
@@ -146,6 +155,8 @@ consolidation_runs = Table(
     Column("restored_at", BigInteger),
     # The largest live seq when the run started: the next incremental run reads past it.
     Column("high_water_seq", BigInteger),
+    # Memories the run archived because their lifetime had ended (revision 0009).
+    Column("expired", Integer, nullable=False, server_default=sql_text("0")),
     CheckConstraint(_in("status", RUN_STATUSES), name="status_known"),
 )
 
@@ -158,6 +169,19 @@ memory_merges = Table(
     Column("absorbed_recall_count", BigInteger, nullable=False),
     Column("last_recalled_at_before", BigInteger),
     Column("last_recalled_at_after", BigInteger),
+)
+
+# The times a memory was out of the live set and came back: archived by `run_id` at `archived_at`,
+# restored at `restored_at`. With `stored_at` and the archive's `archived_at` they say, for any past
+# moment, whether a memory was live then (`memstore list --as-of`).
+memory_gaps = Table(
+    "memory_gaps",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("memory_id", CodePointText, nullable=False, index=True),
+    Column("archived_at", BigInteger, nullable=False),
+    Column("restored_at", BigInteger, nullable=False),
+    Column("run_id", Integer, ForeignKey("consolidation_runs.id"), nullable=False),
 )
 
 # Settings of the store itself, such as the embedding model in use ("embedding_model").
@@ -232,10 +256,25 @@ STAGE1_ORDER = (
     memories.c.importance.desc(),
     memories.c.id,
 )
-# Stage 2 ranking: importance DESC, timestamp DESC, id ASC.
-RANK_ORDER = (memories.c.importance.desc(), memories.c.timestamp.desc(), memories.c.id)
+def rank_order(columns) -> tuple:
+    """Stage 2 ranking, importance DESC, timestamp DESC, id ASC, over any rows with a memory's
+    columns (`memories.c`, or a subquery's `.c`)."""
+    return (columns.importance.desc(), columns.timestamp.desc(), columns.id)
+
+
+RANK_ORDER = rank_order(memories.c)
 # The same ranking read from the bottom: the incremental job evicts the last rows first.
 RANK_ORDER_FROM_BOTTOM = (memories.c.importance, memories.c.timestamp, memories.c.id.desc())
+
+def unexpired(table: Table, now: int):
+    """The rule of lifetimes, in SQL: a memory is visible until the moment it expires."""
+    return or_(table.c.expires_at.is_(None), table.c.expires_at > now)
+
+
+def is_unexpired(row, now: int) -> bool:
+    """The same rule for a row already read."""
+    return row["expires_at"] is None or row["expires_at"] > now
+
 
 # Stage 1 walks each (namespace, norm_key) group in window order straight off this index.
 Index("ix_memories_stage1", memories.c.namespace, memories.c.norm_key, *STAGE1_ORDER)
@@ -243,13 +282,21 @@ Index("ix_memories_stage1", memories.c.namespace, memories.c.norm_key, *STAGE1_O
 Index("ix_memories_rank", memories.c.namespace, memories.c.pinned, *RANK_ORDER)
 # A fact found by its key (the LangGraph store's item key) without a scan.
 Index("ix_memories_fact_key", memories.c.namespace, memories.c.fact_key)
+# What left a namespace after a moment, without reading the rest of the archive (`list --as-of`).
+Index("ix_memory_archive_as_of", memory_archive.c.namespace, memory_archive.c.archived_at)
+# The memories with a lifetime, by when it ends: the expire step reads the expired ones off it.
+Index(
+    "ix_memories_expires_at", memories.c.expires_at,
+    sqlite_where=memories.c.expires_at.is_not(None), postgresql_where=memories.c.expires_at.is_not(None),
+)  # fmt: skip
 
 MEMORY_COLUMNS = tuple(c.name for c in memories.columns)
 
 __all__ = [
     "ARCHIVE_REASONS", "CodePointText", "FTS_TABLE", "LIVE_COUNTS_TABLE", "LIVE_COUNTS_TRIGGERS", "MEMORY_COLUMNS",
-    "NAMING_CONVENTION", "RANK_ORDER", "RANK_ORDER_FROM_BOTTOM", "ROWID_BIGINT", "RUN_KINDS", "RUN_STATUSES",
+    "NAMING_CONVENTION", "RANK_ORDER", "RANK_ORDER_FROM_BOTTOM", "rank_order", "ROWID_BIGINT", "RUN_KINDS", "RUN_STATUSES",
     "SEQ_GUARD_TRIGGER", "STAGE1_ORDER", "FLAG_STATUSES", "VECTOR_INDEX_TABLE", "consolidation_runs", "contradiction_flags",
-    "managed_outside_models", "memories", "memory_archive", "memory_merges", "memory_vectors", "memstore_settings",
+    "TIME_COLUMNS", "is_unexpired", "unexpired", "managed_outside_models", "memories", "memory_archive", "memory_gaps", "memory_merges", "memory_vectors",
+    "memstore_settings",
     "metadata",
 ]  # fmt: skip

@@ -17,10 +17,10 @@ from .defaults import CHECK_K, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MIN_AGE_DA
 from .errors import MemstoreError, NotFoundError, RecallCheckError
 from .io import read_memories, write_jsonl
 from .migrate import upgrade
-from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, run_rows
-from .records import PreparedRow, now_ms, prepare_row
+from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, rows_at, run_rows
+from .records import PreparedRow, lifetime_change, now_ms, one_memory, prepare_row
 from .schema import MEMORY_COLUMNS
-from .validate import check_capacity
+from .validate import check_capacity, check_moment
 from .writes import AddResult, add_in_transaction, same_key_ids
 
 if TYPE_CHECKING:
@@ -32,14 +32,6 @@ if TYPE_CHECKING:
     from .recall_checks import CheckResult
     from .restore import RestoreReport
     from .runs import ConsolidationReport
-
-
-def _one_memory(text, id, namespace, timestamp, importance, pinned, fact_key, meta) -> PreparedRow:
-    record = {
-        "id": id, "text": text, "namespace": namespace, "timestamp": timestamp,
-        "importance": importance, "pinned": pinned, "fact_key": fact_key, "meta": meta,
-    }  # fmt: skip
-    return prepare_row(record, "memory")
 
 
 class MemoryStore:
@@ -106,35 +98,33 @@ class MemoryStore:
     def add(
         self, text: str, *, id: str | None = None, namespace: str = DEFAULT_NAMESPACE, timestamp: int | None = None,
         importance: int = DEFAULT_IMPORTANCE, pinned: bool = False, fact_key: str | None = None,
-        meta: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None, ttl: float | None = None, expires_at: int | None = None,
     ) -> dict[str, Any]:
-        """Store one memory and return its row. Re-adding an identical record is a no-op."""
-        prepared = _one_memory(text, id, namespace, timestamp, importance, pinned, fact_key, meta)
-        with write_transaction(self.engine) as conn:
-            _, stored = add_in_transaction(conn, [prepared], skip_invalid=False)
-        row = stored[prepared.row["id"]]
-        # Columns in table order whether the row was written now or found stored (a retry).
-        return {**{name: row[name] for name in MEMORY_COLUMNS}, **row}
+        """Store one memory and return its row (re-adding an identical record is a no-op). With `ttl`
+        (seconds from now) or `expires_at` (Unix ms) it is invisible from then on (docs/time.md)."""
+        return self._write_one(one_memory(text, id, namespace, timestamp, importance, pinned, fact_key, meta, ttl, expires_at))[0]
 
     def remember(
         self, text: str, *, id: str | None = None, namespace: str = DEFAULT_NAMESPACE,
         importance: int = DEFAULT_IMPORTANCE, pinned: bool = False, fact_key: str | None = None,
-        meta: Mapping[str, Any] | None = None, timestamp: int | None = None,
+        meta: Mapping[str, Any] | None = None, timestamp: int | None = None, ttl: float | None = None,
+        expires_at: int | None = None,
     ) -> dict[str, Any]:
-        """Store one memory and say what happened, for an agent's tool call.
+        """Store one memory as `add` does and say what happened, for an agent's tool call:
+        ``{"id", "norm_key", "status", "same_key_ids"}``, status ``created`` or ``unchanged`` (a
+        retried call); `same_key_ids`, the other live memories of the namespace with the same
+        normalised key, which the next consolidation run will merge with this one."""
+        row, added, same_key = self._write_one(one_memory(text, id, namespace, timestamp, importance, pinned, fact_key, meta, ttl, expires_at), True)
+        return {"id": row["id"], "norm_key": row["norm_key"], "status": "created" if added else "unchanged", "same_key_ids": same_key}
 
-        Returns ``{"id", "norm_key", "status", "same_key_ids"}``: status is ``created``, or
-        ``unchanged`` when `id` already holds this record (a retried call); `same_key_ids` are the
-        other live memories of the namespace with the same normalised key, which the next
-        consolidation run will merge with this one.
-        """
-        prepared = _one_memory(text, id, namespace, timestamp, importance, pinned, fact_key, meta)
-        row = prepared.row
+    def _write_one(self, prepared: PreparedRow, with_same_key: bool = False) -> tuple[dict[str, Any], bool, list[str]]:
+        """Write one row: the stored row (columns in table order, written now or found stored by a
+        retry), whether it was written now, and (if asked) the other live ids of its key."""
         with write_transaction(self.engine) as conn:
-            result, _ = add_in_transaction(conn, [prepared], skip_invalid=False)
-            same_key = same_key_ids(conn, row)
-        status = "created" if result.added else "unchanged"
-        return {"id": row["id"], "norm_key": row["norm_key"], "status": status, "same_key_ids": same_key}
+            result, stored = add_in_transaction(conn, [prepared], skip_invalid=False)
+            same_key = same_key_ids(conn, prepared.row) if with_same_key else []
+        row = stored[prepared.row["id"]]
+        return {**{name: row[name] for name in MEMORY_COLUMNS}, **row}, bool(result.added), same_key
 
     def add_many(self, records: Iterable[Mapping[str, Any]]) -> AddResult:
         """Store many memories in one transaction; every record is validated before anything is written."""
@@ -155,11 +145,8 @@ class MemoryStore:
         self, source: IO[bytes] | IO[str], name: str, namespace: str | None = None, *, skip_invalid: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> AddResult:
-        """Import a JSON array or JSONL stream: all records validated first, then one transaction.
-
-        With `skip_invalid`, exactly the valid records are written and the others are reported.
-        `progress(line, total_lines)` is called while records are validated.
-        """
+        """Import a JSON array or JSONL stream: all records validated first, then one transaction (with
+        `skip_invalid`, exactly the valid ones, the others reported); `progress(line, total_lines)`."""
         read = read_memories(source, name, namespace, skip_invalid=skip_invalid, progress=progress)
         result = self.add_prepared(read.prepared, skip_invalid=skip_invalid)
         result.rejected[:0] = [str(error) for error in read.rejected]
@@ -168,10 +155,8 @@ class MemoryStore:
     # -- reads --------------------------------------------------------------------------------
 
     def get(self, id: str, *, namespace: str | None = None) -> dict[str, Any]:
-        """The memory with this id, live or archived; archived rows carry `archived_at`, `reason`, ...
-
-        With `namespace`, a memory of another namespace is not found, exactly as an unknown id.
-        """
+        """The memory with this id, live (expired or not) or archived (with `archived_at`, `reason`,
+        ...); with `namespace`, one of another namespace is not found, exactly as an unknown id."""
         with read_transaction(self.engine) as conn:
             return get_row(conn, id, namespace)
 
@@ -190,10 +175,15 @@ class MemoryStore:
             return history_rows(conn, id, namespace)
 
     def list(
-        self, namespace: str | None = DEFAULT_NAMESPACE, *, archived: bool = False, limit: int | None = None
+        self, namespace: str | None = DEFAULT_NAMESPACE, *, archived: bool = False, limit: int | None = None,
+        as_of: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Memories of one namespace (None: all), live in rank order, or archived by archive time."""
-        return list(self.iter_rows(namespace, archived=archived, limit=limit))
+        """Memories of one namespace (None: all), live in rank order, or archived by archive time;
+        `as_of` (Unix ms): the memories that were live at that moment instead (memstore.as_of)."""
+        if as_of is None:
+            return list(self.iter_rows(namespace, archived=archived, limit=limit))
+        with read_transaction(self.engine) as conn:
+            return rows_at(conn, namespace, check_moment(as_of, "list"), limit=limit, archived=archived)
 
     def iter_rows(
         self, namespace: str | None = None, *, archived: bool = False, limit: int | None = None,
@@ -207,14 +197,13 @@ class MemoryStore:
     def export(
         self, stream: IO[str], namespace: str | None = None, *, archived: bool = False, with_vectors: bool = False
     ) -> int:
-        """Write the memories of one namespace (None: all) as JSON Lines to `stream`, live in rank
-        order or archived by archive time; with `with_vectors`, each with its `embedding` (the
-        store's model and vector), which `import_file` stores instead of leaving the memory pending.
-        Returns how many were written."""
+        """Write the memories of one namespace (None: all) as JSON Lines to `stream`: live in rank
+        order (the expired ones not yet archived too), or archived by archive time; with
+        `with_vectors` each with its `embedding`, which `import_file` stores. Returns how many."""
         from .reads import with_vectors as add_vectors
 
         with read_transaction(self.engine) as conn:
-            rows = iter_rows(conn, namespace, archived=archived)
+            rows = iter_rows(conn, namespace, archived=archived, with_expired=True)
             return write_jsonl(add_vectors(conn, rows) if with_vectors else rows, stream)
 
     def count(self, namespace: str | None = None, *, archived: bool = False) -> int:
@@ -234,14 +223,17 @@ class MemoryStore:
 
     def recall(
         self, query: str, k: int = RECALL_K, namespace: str = DEFAULT_NAMESPACE, *, touch: bool = True,
-        mode: str | None = None,
+        mode: str | None = None, as_of: int | None = None,
     ) -> list[dict[str, Any]]:
         """The k live memories that best match `query`, best first; each gets recall_count + 1 unless
         touch=False. Each row carries `score` and `found_by`, the rankings that found it.
 
         `mode`: "lexical" (full-text), "semantic" (vectors) or "hybrid" (both, fused); by default
-        hybrid when the store has vectors, else lexical.
+        hybrid when the store has vectors, else lexical. `as_of` (Unix ms): among the memories live
+        at that moment instead (memstore.as_of); nothing is touched.
         """
+        if as_of is not None:
+            return self.recaller.recall_as_of(query, k, namespace, check_moment(as_of, "recall"), mode=mode)
         return self.recaller.recall(query, k, namespace, touch=touch, mode=mode)
 
     def semantic_search(self, query: str, k: int = RECALL_K, namespace: str = DEFAULT_NAMESPACE) -> list[tuple[str, float]]:
@@ -275,14 +267,10 @@ class MemoryStore:
         list_kept: bool = False, checks: Sequence[Mapping[str, str]] | None = None, k: int = CHECK_K,
         check_mode: str | None = None,
     ) -> ConsolidationReport:
-        """Deduplicate, then evict to `capacity`, in one transaction; `namespace=None` runs every namespace.
-
-        Incremental after a first run (Stage 1 reads only the keys written since, Stage 2 evicts from
-        the bottom of the ranking), with the result of a full run (`full=True` forces one).
-        `list_kept=True` also lists every kept id, which reads the whole live set. A dry run executes
-        the same statements and rolls them back. With `checks`, the run commits only if every recall
-        check passes against its result.
-        """
+        """Archive the expired, deduplicate, then evict to `capacity`, in one transaction (`namespace=None`:
+        every namespace). Incremental after a first run, with a full run's result (`full=True` forces
+        one); `list_kept=True` lists every kept id (reads the whole live set); a dry run rolls back;
+        with `checks`, the run commits only if every recall check passes against its result."""
         from .consolidate import consolidate_in_transaction
 
         check_capacity(capacity)
@@ -329,6 +317,21 @@ class MemoryStore:
             self.checkpoints.start()
         return report
 
+    def expire(self, namespace: str | None = None, *, dry_run: bool = False) -> ConsolidationReport:
+        """Archive the memories whose lifetime has ended, as `expired`, in one run of kind `expire`
+        (every job does this first; this is it alone). `restore` brings them back as they were."""
+        from .consolidate import expire_in_transaction
+
+        return self._run_job(lambda conn: expire_in_transaction(conn, namespace, now_ms(), dry_run=dry_run), dry_run, None, CHECK_K, None)
+
+    def extend_lifetimes(self, ends: Mapping[str, int | None], namespace: str | None = None) -> int:
+        """Move lifetimes' ends in place (id -> expires_at, None: never) for memories visible now and to
+        ends after now, so no past moment's answer changes (LangGraph's refresh on read); how many."""
+        from .lifecycle import extend_lifetimes
+
+        with write_transaction(self.engine) as conn:
+            return extend_lifetimes(conn, ends, namespace, now_ms())
+
     def restore(self, run_id: int) -> RestoreReport:
         """Undo a run: its archived rows go back to the live set, whole."""
         from .restore import restore_in_transaction
@@ -342,7 +345,7 @@ class MemoryStore:
         dry_run: bool = False, duplicate_at: float | None = None, related_at: float | None = None,
         stale_threshold: float = STALE_THRESHOLD, min_age_days: int = MIN_AGE_DAYS, check_mode: str | None = None,
     ) -> MaintainReport:
-        """Run the maintenance phases (default: all of check, dedup, semantic, contradict, stale,
+        """Run the maintenance phases (default: all of check, expire, dedup, semantic, contradict, stale,
         evict, verify) in that order, each one transaction and one run; see memstore.maintain."""
         from .maintain import Options, maintain, parse_phases
 
@@ -354,9 +357,8 @@ class MemoryStore:
     # -- embeddings (the semantic extra) ---------------------------------------------------------
 
     def enable_embeddings(self, model: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-        """Record the embedding model of this store: a fastembed model name (default
-        sentence-transformers/all-MiniLM-L6-v2) or a local model directory. Nothing is embedded
-        yet (see `sync_embeddings`); a new model makes every memory pending again."""
+        """Record the store's embedding model (a fastembed name, default all-MiniLM-L6-v2, or a local
+        directory); nothing is embedded yet (`sync_embeddings`), and a new model makes all pending."""
         return self.embeddings.enable(model)
 
     def embedding_status(self) -> dict[str, Any] | None:
@@ -364,9 +366,8 @@ class MemoryStore:
         return self.embeddings.status()
 
     def sync_embeddings(self, *, batch_size: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-        """Embed every live memory that has no vector from the store's model, a batch per
-        transaction (vectors are derived data: an interrupted sync keeps what it finished and the
-        next one carries on). `progress(done, total)` is called after each batch."""
+        """Embed every live memory without a vector of the store's model, a batch per transaction (an
+        interrupted sync keeps what it finished); `progress(done, total)` after each batch."""
         options = {} if batch_size is None else {"batch_size": batch_size}
         return self.embeddings.sync(progress=progress, **options)
 
@@ -390,11 +391,8 @@ class MemoryStore:
     # -- forget, update, supersede ---------------------------------------------------------------
 
     def forget(self, ids: Sequence[str], *, reason: str | None = None, namespace: str | None = None) -> LifecycleReport:
-        """Archive live memories with reason `forgotten`, in one run (`restore` brings them back).
-
-        Every id must be live (and in `namespace`, when given): otherwise nothing is written.
-        `reason`, the caller's own words, is kept in the run's params.
-        """
+        """Archive live memories as `forgotten`, in one run (`restore` brings them back); every id must
+        be live (and in `namespace`, when given), else nothing is written; `reason` goes in params."""
         from .lifecycle import forget_in_transaction
 
         if isinstance(ids, str):
@@ -405,18 +403,18 @@ class MemoryStore:
     def update(
         self, id: str, *, text: str | None = None, importance: int | None = None, pinned: bool | None = None,
         meta: Mapping[str, Any] | None = None, fact_key: str | None = None, timestamp: int | None = None,
-        namespace: str | None = None, new_id: str | None = None,
+        namespace: str | None = None, new_id: str | None = None, ttl: float | None = None,
+        expires_at: int | None = None, no_expiry: bool = False,
     ) -> dict[str, Any]:
-        """Correct a live memory: write a new version and archive the old one as `superseded` by it.
-
-        The new version (id `new_id`, default a generated one; timestamp now unless given) carries
-        every field not changed, the old version's created_at and its recall history. Returns the
-        new row plus `supersedes` (the old id) and `run_id`; `restore(run_id)` puts the old version
-        back. An archived id is an error naming its live successor.
-        """
+        """Correct a live memory: a new version (id `new_id` or a generated one; timestamp now unless
+        given) carries every field not changed (the lifetime too, unless `ttl`, `expires_at` or
+        `no_expiry`), created_at and recall history; the old one is archived as `superseded` by it.
+        Returns the new row plus `supersedes` and `run_id` (`restore(run_id)` undoes it)."""
         from .lifecycle import update_in_transaction
 
         changes = {"text": text, "importance": importance, "pinned": pinned, "meta": meta, "fact_key": fact_key, "timestamp": timestamp}
+        changes = {name: value for name, value in changes.items() if value is not None}
+        changes.update(lifetime_change(ttl, expires_at, no_expiry, now_ms(), f"update {id}"))
         with write_transaction(self.engine) as conn:
             row, report = update_in_transaction(conn, id, changes, namespace, now_ms(), version_id=new_id)
         return {**row, "supersedes": id, "run_id": report.run_id}

@@ -60,6 +60,32 @@ def check_bool(value: Any, location: str, field: str) -> bool:
     return value
 
 
+# A lifetime's units, in seconds.
+TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def check_ttl(value: Any, location: str, field: str = "ttl") -> float:
+    """A lifetime in seconds: a positive, finite number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < 2**53) or value != value:
+        raise ValidationError(location, field, f"must be a positive number of seconds, got {_describe(value)}")
+    return float(value)
+
+
+def parse_ttl(text: str, location: str = "--ttl") -> float:
+    """'30d', '12h', '90m', '45s', '1.5h' -> seconds: a positive number and one of the units s, m, h, d."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", text) if isinstance(text, str) else None
+    if match is None:
+        raise ValidationError(location, None, f"is not a lifetime: {_describe(text)} (a positive number and a unit, s, m, h or d: 30d, 12h, 90s)")
+    return check_ttl(float(match[1]) * TTL_UNITS[match[2]], location, None)
+
+
+def check_moment(value: Any, location: str, field: str = "as_of") -> int:
+    """A moment: Unix ms."""
+    return check_int(value, location, field, INT64_MIN, INT64_MAX)
+
+
 def check_capacity(capacity: Any) -> int:
     if not is_int(capacity) or capacity < 0:
         raise ValidationError("capacity", None, f"must be a non-negative integer, got {_describe(capacity)}")

@@ -16,9 +16,9 @@ from sqlalchemy import Connection, bindparam, func, insert, select
 
 from .db import chunked
 from .errors import IdConflictError, ValidationError
-from .records import PreparedRow, is_retry_of
 from .lookups import stored_rows
-from .schema import memories
+from .records import PreparedRow, is_retry_of, now_ms
+from .schema import memories, unexpired
 from .schema import memory_archive as archive
 
 
@@ -105,11 +105,12 @@ def add_in_transaction(
 
 
 def same_key_ids(conn: Connection, row: dict[str, Any]) -> list[str]:
-    """The other live memories of `row`'s namespace with its normalised key, by id."""
+    """The other live memories of `row`'s namespace with its normalised key, not expired, by id."""
     return list(
         conn.execute(
             select(memories.c.id)
             .where(memories.c.namespace == row["namespace"], memories.c.norm_key == row["norm_key"], memories.c.id != row["id"])
+            .where(unexpired(memories, now_ms()))
             .order_by(memories.c.id)
         ).scalars()
     )
@@ -118,7 +119,6 @@ def same_key_ids(conn: Connection, row: dict[str, Any]) -> list[str]:
 def _store_embeddings(conn: Connection, items: Sequence[PreparedRow]) -> None:
     """The vectors records came with, as vectors of the store's model, in the caller's transaction:
     each must be of that model and width, or nothing is written."""
-    from .records import now_ms
     from .semantic.embed import to_blob
     from .semantic.vectors import model_of, store_vectors
 

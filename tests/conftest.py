@@ -54,7 +54,7 @@ _database_numbers = itertools.count()
 def empty_store(store: MemoryStore) -> None:
     """Delete every row, children first, so one store can serve many hypothesis examples."""
     with store.engine.begin() as conn:
-        for table in ("contradiction_flags", "memory_merges", "memory_vectors", "memstore_settings", "memory_archive", "memories", "consolidation_runs"):
+        for table in ("contradiction_flags", "memory_merges", "memory_gaps", "memory_vectors", "memstore_settings", "memory_archive", "memories", "consolidation_runs"):
             conn.execute(text(f"DELETE FROM {table}"))
 
 
@@ -122,6 +122,21 @@ def pg_url(postgres):
 
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared_store(request, tmp_path_factory):
+    """One store per backend for all of a module's hypothesis examples; each example starts by
+    emptying it (`empty_store`)."""
+    if request.param == "sqlite":
+        with MemoryStore(tmp_path_factory.mktemp("shared") / "store.db") as opened:
+            yield opened
+        return
+    postgres = request.getfixturevalue("postgres")
+    name = postgres.new_database()
+    with MemoryStore(postgres.url(name)) as opened:
+        yield opened
+    postgres.drop_database(name)
 
 
 @pytest.fixture(scope="session")

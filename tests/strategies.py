@@ -24,6 +24,10 @@ NAMESPACES = ["default", "work", "Ω"]
 
 memory_texts = st.text(alphabet=TEXT_ALPHABET, max_size=6)
 timestamps = st.one_of(st.integers(-3, 3), st.sampled_from([-(2**63), 2**63 - 1]))
+# Lifetimes: mostly none; some long over (1970), some ending far in the future.
+EXPIRED_AT = 1
+LASTING_UNTIL = 2**62
+lifetimes = st.sampled_from([None, None, None, EXPIRED_AT, LASTING_UNTIL])
 
 
 @st.composite
@@ -39,6 +43,7 @@ def stores(draw, max_size: int = 14) -> list[dict]:
             "namespace": draw(st.sampled_from(NAMESPACES)),
             "recall_count": draw(st.sampled_from([0, 0, 1, 3])),
             "last_recalled_at": draw(st.one_of(st.none(), st.integers(0, 5))),
+            "expires_at": draw(lifetimes),
         }
         for memory_id in ids
     ]

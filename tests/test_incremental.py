@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from memstore import MemoryStore, MemstoreError
 
 from .conftest import empty_store
-from .strategies import NAMESPACES, examples, memory_texts, timestamps
+from .strategies import NAMESPACES, examples, lifetimes, memory_texts, timestamps
 
 ROW_FIELDS = ("id", "namespace", "text", "timestamp", "importance", "pinned", "recall_count", "last_recalled_at")
 
@@ -23,6 +23,7 @@ write = st.fixed_dictionaries(
         "pinned": st.integers(0, 6).map(lambda n: n == 0),
         "namespace": st.sampled_from(NAMESPACES[:2]),
         "recall_count": st.sampled_from([0, 2]),
+        "expires_at": lifetimes,
     }
 )
 step = st.one_of(
@@ -38,13 +39,15 @@ step = st.one_of(
     # premise) but that the trigger-kept live counts must survive: INSERT OR REPLACE deletes without
     # firing DELETE triggers.
     # A shell insert gives no seq: SQLite numbers it, and the next run must see its key.
-    st.tuples(st.just("shell"), st.integers(0, 20), st.sampled_from(["replace", "delete", "pin", "insert"])),
+    st.tuples(st.just("shell"), st.integers(0, 20), st.sampled_from(["replace", "delete", "pin", "insert", "lapse"])),
 )
 
 SHELL_EDITS = {
     "replace": "INSERT OR REPLACE INTO memories SELECT * FROM memories WHERE id = :id",
     "delete": "DELETE FROM memories WHERE id = :id",
     "pin": "UPDATE memories SET pinned = 2 WHERE id = :id",
+    # A lifetime that ends after the last run looked (time passing, without waiting for it).
+    "lapse": "UPDATE memories SET expires_at = 1 WHERE id = :id",
     "insert": (  # a newer copy of a live fact, under an id never used
         "INSERT OR IGNORE INTO memories (id, namespace, text, norm_key, timestamp, importance, created_at, updated_at)"
         " SELECT id || '+', namespace, text, norm_key, timestamp + 1, importance, created_at, updated_at"
@@ -92,7 +95,7 @@ def _six_facts_after_a_run(path):
 def _state(store):
     live = [tuple(m[f] for f in ROW_FIELDS) for m in store.list(None)]
     archived = sorted((m["id"], m["reason"], m["superseded_by"], m["run_id"]) for m in store.list(None, archived=True))
-    runs = [(r["id"], r["status"], r["kept"], r["duplicates"], r["evicted"]) for r in store.runs()]
+    runs = [(r["id"], r["status"], r["kept"], r["duplicates"], r["evicted"], r["expired"]) for r in store.runs()]
     return live, archived, runs
 
 

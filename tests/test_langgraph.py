@@ -178,13 +178,6 @@ def test_a_value_json_cannot_carry_is_refused_before_anything_is_written(lg, val
     assert lg.search(("docs",)) == []
 
 
-def test_ttl_is_not_supported(lg):
-    with pytest.raises(NotImplementedError):
-        lg.put(("docs",), "a", {"v": 1}, ttl=5)
-    with pytest.raises(NotImplementedError):
-        lg.batch([PutOp(("docs",), "a", {"v": 1}, ttl=5.0)])
-
-
 # -- get, put, delete ---------------------------------------------------------------------------
 
 

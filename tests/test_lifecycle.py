@@ -105,9 +105,11 @@ def test_restore_of_an_update_puts_the_old_version_back_with_recalls_made_since(
     back = facts.get("mode")
     assert "archived_at" not in back and back["text"] == "User prefers dark mode."
     assert back["recall_count"] == 3
-    with pytest.raises(NotFoundError):
-        facts.get("mode2")  # the version the update wrote is gone; the change stays in the run's params
-    assert archived(facts) == []
+    # The version the update wrote was live for a while: it is kept, archived as superseded by the
+    # version its restore brought back (what was live then stays answerable, see `list --as-of`).
+    gone = facts.get("mode2")
+    assert (gone["reason"], gone["superseded_by"], gone["run_id"]) == ("superseded", "mode", new["run_id"])
+    assert archived(facts) == [("mode2", "superseded", "mode", new["run_id"])]
 
 
 def test_restore_of_an_update_waits_for_the_runs_that_moved_its_new_version(facts):
@@ -266,7 +268,7 @@ def test_cli_errors_are_one_line_and_exit_1(cli_store):
     run, _ = cli_store
     for args, message in [
         (("forget", "nope"), "Error: no memory with id 'nope'\n"),
-        (("update", "rate"), "Error: update rate: nothing to change: give one of text, importance, pinned, meta, fact_key, timestamp\n"),
+        (("update", "rate"), "Error: update rate: nothing to change: give one of text, importance, pinned, meta, fact_key, timestamp, expires_at\n"),
         (("supersede", "rate", "--by", "rate"), "Error: supersede rate: field 'by': a memory cannot supersede itself\n"),
         (("history", "nope"), "Error: no memory with id 'nope'\n"),
     ]:

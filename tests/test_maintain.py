@@ -30,15 +30,17 @@ MEMORIES = [
     {"id": "c2", "text": "The API rate limit is 500 rpm.", "timestamp": NOW - 4 * DAY_MS},
     # Untouched for years: stale.
     {"id": "old", "text": "Parking is on level two.", "timestamp": 0, "created_at": 0},
+    # Its lifetime is over: expire archives it before any rule ranks it.
+    {"id": "code", "text": "The door code is 4512.", "timestamp": NOW - DAY_MS, "expires_at": NOW},
 ]
 VECTORS = {
     "dup1": [1, 0, 0, 0, 0, 0], "dup2": [1, 0, 0, 0, 0, 0],
     "s1": [0, 1, 0, 0, 0, 0], "s2": [0, 0.95, 0.31225, 0, 0, 0],
     "c1": [0, 0, 0, 1, 0, 0], "c2": [0, 0, 0, 0.96, 0.28, 0],
-    "old": [0, 0, 0, 0, 0, 1],
+    "old": [0, 0, 0, 0, 0, 1], "code": [0, 0, 0, 0, 0.6, 0.8],
 }  # fmt: skip
 CHECKS = [{"query": "API rate limit", "expect_id": "c2"}]
-WRITING_PHASES = ("dedup", "semantic", "contradict", "stale", "evict")
+WRITING_PHASES = ("expire", "dedup", "semantic", "contradict", "stale", "evict")
 
 
 @pytest.fixture
@@ -66,7 +68,7 @@ def test_every_phase_runs_in_dependency_order_each_its_own_run(filled):
     assert by_name["check"].run_id is None and by_name["verify"].run_id is None
     archived = {entry["id"]: (entry["reason"], entry["superseded_by"]) for p in report.phases for entry in p.archived}
     assert archived == {
-        "dup1": ("duplicate", "dup2"), "s1": ("semantic_duplicate", "s2"), "old": ("stale", None),
+        "code": ("expired", None), "dup1": ("duplicate", "dup2"), "s1": ("semantic_duplicate", "s2"), "old": ("stale", None),
         # capacity 2 keeps c2 and c1, the newest of equal importance
         "dup2": ("evicted", None), "s2": ("evicted", None),
     }  # fmt: skip
@@ -93,6 +95,7 @@ def _refuse(store: MemoryStore, table: str, when: str) -> None:
 
 FAILURES = {
     # phase: (what makes it fail, the phases its failure skips)
+    "expire": (("memory_archive", "NEW.reason = 'expired'"), {"dedup", "semantic", "contradict", "stale", "evict"}),
     "dedup": (("memory_archive", "NEW.reason = 'duplicate'"), {"semantic", "contradict", "evict"}),
     "semantic": (("memory_archive", "NEW.reason = 'semantic_duplicate'"), {"contradict"}),
     "contradict": (("contradiction_flags", "NEW.older_id = 'c1'"), set()),
@@ -156,7 +159,7 @@ def test_the_wal_is_checkpointed_once_maintain_is_done(sqlite_store, db_path, tm
     shutil.copyfile(db_path, alone)
     with sqlite3.connect(alone) as copy:
         archived = copy.execute("SELECT id, reason FROM memory_archive ORDER BY id").fetchall()
-    assert archived == [("dup1", "duplicate"), ("old", "stale")]
+    assert archived == [("code", "expired"), ("dup1", "duplicate"), ("old", "stale")]
 
 
 def test_finished_checkpoint_threads_are_not_kept(sqlite_store):

@@ -6,6 +6,8 @@ blocking the run. Traffic goes to 127.0.0.1 only.
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 import os
 import socket
@@ -174,6 +176,25 @@ def test_a_bad_call_is_a_tool_error_with_memstores_message_and_the_server_keeps_
     assert messages[5].endswith("give text, importance or both")
     assert "k" in messages[6]  # the SDK checks the argument against the tool's schema (1..50)
     assert after["status"] == "created"
+
+
+def test_remember_takes_a_lifetime_after_which_recall_leaves_the_fact_out_and_show_says_expired(tmp_path):
+    async def scenario():
+        async with mcp_session(tmp_path / "agent.db", log=tmp_path / "server.log") as session:
+            lasting = await call(session, "remember", text="The office wifi is called Harbor.")
+            brief = await call(session, "remember", text="Today the office wifi password is tide42.", expires_in="1s")
+            before = await call(session, "recall", query="office wifi")
+            bad = await tool_error(session, "remember", text="x", expires_in="forever")
+            await asyncio.sleep(1.2)
+            after = await call(session, "recall", query="office wifi")
+            shown = await call(session, "show", id=brief["id"])
+            return lasting, brief, before, bad, after, shown
+
+    lasting, brief, before, bad, after, shown = run_async(scenario)
+    assert {hit["id"] for hit in before} == {lasting["id"], brief["id"]}
+    assert [hit["id"] for hit in after] == [lasting["id"]]
+    assert shown["memory"]["state"] == "expired" and shown["memory"]["expires_at"] is not None
+    assert "expires_in" in bad and "is not a lifetime" in bad
 
 
 def test_a_server_sees_only_its_own_namespace(tmp_path):

@@ -19,7 +19,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from click.testing import CliRunner
-from sqlalchemy import Engine
+from sqlalchemy import Engine, inspect
 
 from memstore.cli import cli
 from memstore.db import make_engine, write_transaction
@@ -464,3 +464,31 @@ def test_0006_keeps_the_archive_whole_and_a_downgrade_waits_for_forgotten_rows(e
         assert {"my_archive_reasons", "ix_memory_archive_superseded_by", "ix_memories_fact_key"} <= indexes
         conn.execute("DROP INDEX my_archive_reasons")  # the user's, which the models rightly do not know
     assert schema_diff(engine) == [] and drift(engine) == []
+
+
+def test_0009_adds_time_and_a_downgrade_waits_for_expired_rows_on_each_backend(store_url: str) -> None:
+    with MemoryStore(store_url) as store:
+        store.add_many([{"id": "a", "text": "fact a"}, {"id": "b", "text": "fact b", "expires_at": 1}])
+        forgot = store.forget(["a"])
+        store.restore(forgot.run_id)  # a gap, which 0008 has no table for: dropped with the table
+        expired = store.expire()
+    engine = make_engine(store_url)
+    try:
+        with pytest.raises(SchemaError, match=r"1 archived memories expired.*restore their runs"):
+            migrate(engine, "downgrade", "0008")
+        assert revision_of(engine) == head_revision()  # the whole downgrade rolled back
+        with MemoryStore(store_url) as store:
+            store.restore(expired.run_id)
+        migrate(engine, "downgrade", "0008")
+        with engine.connect() as conn:
+            columns = {c["name"] for c in inspect(conn).get_columns("memories")}
+            assert not {"expires_at", "stored_at"} & columns and "memory_gaps" not in inspect(conn).get_table_names()
+        migrate(engine, "upgrade", "head")
+        assert schema_diff(engine) == [] and drift(engine) == []
+        with MemoryStore(store_url) as store:
+            # Rows from before 0009 have no stored_at: their created_at says when they entered.
+            entered = store.get("a")["created_at"]
+            assert store.list(as_of=entered - 1) == [] and "a" in [r["id"] for r in store.list(as_of=entered)]
+            assert store.get("b")["expires_at"] is None  # a lifetime 0008 could not hold is gone with its column
+    finally:
+        engine.dispose()

@@ -27,6 +27,7 @@ from .test_cli import SEED_HYGIENE_FIXTURE
 
 MODEL_TABLES = {
     "memories", "memory_archive", "consolidation_runs", "memory_merges", "memory_vectors", "memstore_settings", "contradiction_flags",
+    "memory_gaps",
 }  # fmt: skip
 
 
@@ -212,9 +213,9 @@ def test_backup_refuses_on_postgresql(pg_url, tmp_path):
 
 def test_0006_on_postgresql_widens_the_reasons_and_a_downgrade_waits_for_forgotten_rows(pg_url):
     with MemoryStore(pg_url) as store:
-        store.add_many([{"id": "a", "text": "fact a"}, {"id": "b", "text": "fact b"}])
+        store.add_many([{"id": "a", "text": "fact a"}, {"id": "b", "text": "fact b"}, {"id": "b2", "text": "fact b, corrected"}])
         forgot = store.forget(["a"], reason="test")
-        store.update("b", text="fact b, corrected", new_id="b2")
+        store.supersede("b", by="b2")
     engine = make_engine(pg_url)
     with pytest.raises(SchemaError, match="2 archived memories were forgotten, superseded or merged by meaning"):
         migrate(engine, "downgrade", "0005")

@@ -124,12 +124,12 @@ def test_shortlist_answers_exactly_what_the_one_statement_ranking_answers(tmp_pa
                         dict(row)
                         for row in conn.execute(
                             text(RECALL_SQL["sqlite"]).columns(*Memory.__table__.c),
-                            {"expression": query_expression(query.split(), "sqlite"), "namespace": namespace, "k": k},
+                            {"expression": query_expression(query.split(), "sqlite"), "namespace": namespace, "k": k, "now": 0},
                         ).mappings()
                     ]
                     assert recall_rows(conn, query, k, namespace) == expected, (query, namespace, k)
                     expression = query_expression(query.split(), "sqlite")
-                    shortcuts += _recall_from_shortlist(conn, expression, k, namespace) is not None
+                    shortcuts += _recall_from_shortlist(conn, expression, k, namespace, 0) is not None
     assert shortcuts > 100  # the shortlist answered many of them, not only the fallback
     store.close()
 

@@ -84,3 +84,17 @@ def test_bad_records_raise_value_error_naming_index_and_field(bad, message):
 def test_negative_capacity_raises():
     with pytest.raises(ValueError, match="capacity"):
         consolidate_memories(SEED_SAMPLE, -1)
+
+
+def test_expired_memories_leave_first_so_an_expired_copy_never_wins_nor_takes_capacity():
+    memories = [
+        mem("old", "Door code 4512", 1, 3),
+        mem("new", "door code 4512!", 9, 3, expires_at=100),  # newest copy, but its lifetime is over at 100
+        mem("pin", "Pinned but over", 5, 3, pinned=True, expires_at=50),
+        mem("keep", "Another fact", 2, 1, expires_at=101),
+    ]
+    plan = plan_consolidation(memories, 2, now=100)
+    assert [m["id"] for m in plan.expired] == ["new", "pin"]
+    assert [m["id"] for m in plan.kept] == ["old", "keep"] and plan.duplicates == [] and plan.evicted == []
+    # Without `now` lifetimes are not looked at: the newest copy wins, as the seed rules say.
+    assert [m["id"] for m in consolidate_memories(memories, 2)] == ["new", "pin", "keep"]

@@ -114,7 +114,7 @@ def test_maintain_dry_run_shows_exactly_what_the_real_run_applies(semantic):
     dry = semantic.maintain(capacity=100, dry_run=True)
     assert semantic.runs() == [] and archived(semantic) == []
     real = semantic.maintain(capacity=100)
-    assert [p.status for p in real.phases] == ["ok"] * 7
+    assert [p.status for p in real.phases] == ["ok"] * 8
 
     def seen(report):
         return [(p.name, p.status, [(a["id"], a["reason"], a["superseded_by"]) for a in p.archived],
@@ -195,7 +195,7 @@ def test_without_embeddings_the_semantic_phases_are_skipped(store):
     store.add_many(FACTS)
     report = store.maintain(capacity=5)
     assert [(p.name, p.status) for p in report.phases] == [
-        ("check", "ok"), ("dedup", "ok"), ("semantic", "skipped"), ("contradict", "skipped"),
+        ("check", "ok"), ("expire", "ok"), ("dedup", "ok"), ("semantic", "skipped"), ("contradict", "skipped"),
         ("stale", "ok"), ("evict", "ok"), ("verify", "ok"),
     ]  # fmt: skip
     assert len([m for m in store.list() if not m["pinned"]]) == 5
@@ -210,10 +210,10 @@ def test_the_cli_maintain_json_flags_and_report(sqlite_store, model_dir, db_path
     done = run("maintain", "--capacity", "100", "--json")
     assert done.exit_code == 0 and done.output.count("\n") == 1
     phases = json.loads(done.output)["phases"]
-    assert [p["name"] for p in phases] == ["check", "dedup", "semantic", "contradict", "stale", "evict", "verify"]
+    assert [p["name"] for p in phases] == ["check", "expire", "dedup", "semantic", "contradict", "stale", "evict", "verify"]
     assert all(set(p) >= {"name", "status", "run_id", "error", "archived", "flags"} for p in phases)
-    assert phases[2]["archived"] == [{"id": "d1", "namespace": "default", "reason": "semantic_duplicate", "superseded_by": "d2",
-                                      "similarity": phases[2]["archived"][0]["similarity"]}]  # fmt: skip
+    assert phases[3]["archived"] == [{"id": "d1", "namespace": "default", "reason": "semantic_duplicate", "superseded_by": "d2",
+                                      "similarity": phases[3]["archived"][0]["similarity"]}]  # fmt: skip
     listed = run("flags").output
     assert "r2: The API rate limit is 500 requests per minute." in listed and "newer (probably current)" in listed
     flag_id = json.loads(run("flags", "--json").output)[0]["id"]

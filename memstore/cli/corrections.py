@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .app import cli, open_store
-from .options import json_option, parse_meta
+from .options import json_option, lifetime_options, parse_meta
 from .render import print_history, print_json, print_row, print_undo
 
 
@@ -38,22 +38,27 @@ def forget(ctx, memory_ids, reason, as_json) -> None:
 @click.option("--pinned/--unpinned", default=None, help="Pin or unpin.")
 @click.option("--meta", default=None, help="New JSON object (replaces the old one).")
 @click.option("--timestamp", type=int, default=None, help="Unix milliseconds (default: now).")
+@lifetime_options
+@click.option("--no-expiry", is_flag=True, help="The new version never expires.")
 @json_option
 @click.pass_context
-def update(ctx, memory_id, text, importance, pinned, meta, timestamp, as_json) -> None:
+def update(ctx, memory_id, text, importance, pinned, meta, timestamp, ttl, expires_at, no_expiry, as_json) -> None:
     """Correct a memory: write a new version, archive the old one.
 
     The new version gets a new id and keeps every field not given, the old version's
-    created_at and its recall history; the old one is archived as `superseded` by it. The
-    new row is printed; `memstore restore --run N` puts the old version back.
+    created_at, its lifetime (unless --ttl, --expires-at or --no-expiry) and its recall
+    history; the old one is archived as `superseded` by it. The new row is printed;
+    `memstore restore --run N` puts the old version back.
 
     \b
     Example:
         memstore update m7 --text "The API rate limit is 500 rpm."
+        memstore update m9 --ttl 7d
     """
     row = open_store(ctx).update(
-        memory_id, text=text, importance=importance, pinned=pinned, meta=parse_meta(meta), timestamp=timestamp
-    )
+        memory_id, text=text, importance=importance, pinned=pinned, meta=parse_meta(meta), timestamp=timestamp,
+        ttl=ttl, expires_at=expires_at, no_expiry=no_expiry,
+    )  # fmt: skip
     if as_json:
         return print_json(row)
     print_row(row)

@@ -80,7 +80,7 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
 
 
 @cli.command()
-@click.option("--phases", default=None, metavar="A,B", help="Only these phases (of check, dedup, semantic, contradict, stale, evict, verify).")
+@click.option("--phases", default=None, metavar="A,B", help="Only these phases (of check, expire, dedup, semantic, contradict, stale, evict, verify).")
 @namespace_options
 @click.option("--capacity", "-c", type=click.IntRange(min=0), default=None, help="Unpinned memories to keep per namespace (evict; skipped without it).")
 @click.option("--dry-run", is_flag=True, help="Show what every phase would do; write nothing.")
@@ -93,7 +93,7 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
 @click.pass_context
 def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicate_at, related_at, stale_threshold,
              min_age_days, checks, k, mode, as_json) -> None:  # fmt: skip
-    """Run the maintenance phases: check, dedup, semantic, contradict, stale, evict, verify.
+    """Run the maintenance phases: check, expire, dedup, semantic, contradict, stale, evict, verify.
 
     In that order, each one transaction and one run (`memstore restore --run N` undoes it).
     A failed phase is reported and the others run, except those needing its result, which

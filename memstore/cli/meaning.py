@@ -8,7 +8,7 @@ import click
 
 from ..defaults import DEFAULT_NAMESPACE, RECALL_K
 from .app import cli, open_store
-from .options import chosen_namespace, json_option, mode_option, namespace_options
+from .options import as_of_option, chosen_namespace, json_option, mode_option, namespace_options
 from .render import print_flags, print_json, print_recalled
 
 
@@ -18,20 +18,23 @@ from .render import print_flags, print_json, print_recalled
 @click.option("--namespace", "-n", default=DEFAULT_NAMESPACE, show_default=True)
 @click.option("--no-touch", is_flag=True, help="Do not count this as a recall.")
 @mode_option("Full-text, vectors, or both fused (default: hybrid when the store has vectors, else lexical).")
+@as_of_option
 @json_option
 @click.pass_context
-def recall(ctx, query, k, namespace, no_touch, mode, as_json) -> None:
+def recall(ctx, query, k, namespace, no_touch, mode, as_of, as_json) -> None:
     """Find the memories that best match QUERY.
 
     Full-text search over the live set, and with embeddings (memstore embeddings) search
     by meaning, the two rankings fused; best match first (ties by id). Each memory
-    returned gets recall_count + 1 and last_recalled_at = now, unless --no-touch.
+    returned gets recall_count + 1 and last_recalled_at = now, unless --no-touch. With
+    --as-of, among the memories live at that moment (nothing is counted).
 
     \b
     Example:
         memstore recall "office wifi guests" -k 3
+        memstore recall "office wifi" --as-of 2026-11-24T18:00:00Z
     """
-    rows = open_store(ctx).recall(query, k, namespace, touch=not no_touch, mode=mode)
+    rows = open_store(ctx).recall(query, k, namespace, touch=not no_touch, mode=mode, as_of=as_of)
     print_json(rows) if as_json else print_recalled(rows)
 
 

@@ -10,7 +10,8 @@ from typing import Any
 import click
 
 from ..defaults import CHECK_K, DEFAULT_NAMESPACE, RECALL_MODES
-from ..io import iso_to_ms, read_checks
+from ..io import iso_to_ms, parse_moment, read_checks
+from ..validate import parse_ttl
 
 
 def mode_option(help: str) -> Callable[[Callable], Callable]:
@@ -40,6 +41,34 @@ def parse_now(value: str | None) -> int | None:
         return iso_to_ms(value)
     except ValueError:
         raise click.BadParameter(f"not an ISO date: {value!r}", param_hint="--now") from None
+
+
+# Lifetimes and moments are parsed as the command starts; a bad one is a memstore error, so it reaches
+# the user as one line naming the option (exit 1), before the store is opened.
+def _lifetime(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    return None if value is None else parse_ttl(value, "--ttl")
+
+
+def _moment(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    return None if value is None else parse_moment(value, "--" + param.name.replace("_", "-"))
+
+
+def lifetime_options(fn: Callable) -> Callable:
+    fn = click.option(
+        "--expires-at", default=None, callback=_moment, metavar="ISO|MS",
+        help="When the memory stops being visible: ISO-8601 or Unix ms.",
+    )(fn)  # fmt: skip
+    return click.option(
+        "--ttl", default=None, callback=_lifetime, metavar="DURATION",
+        help="How long the memory stays visible from now: a number and s, m, h or d (30d, 12h, 90s).",
+    )(fn)  # fmt: skip
+
+
+def as_of_option(fn: Callable) -> Callable:
+    return click.option(
+        "--as-of", default=None, callback=_moment, metavar="ISO|MS",
+        help="Answer with the memories that were live at this moment (ISO-8601 or Unix ms).",
+    )(fn)  # fmt: skip
 
 
 def list_kept_option(fn: Callable) -> Callable:

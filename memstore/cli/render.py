@@ -33,7 +33,7 @@ def iso(ms: int | None) -> str:
 def print_row(row: dict[str, Any]) -> None:
     """One memory as `field  value` lines, times also in UTC."""
     row = dict(row, pinned="yes" if row["pinned"] else "no")
-    for field in ("timestamp", "created_at", "updated_at", "last_recalled_at", "archived_at"):
+    for field in ("timestamp", "created_at", "updated_at", "last_recalled_at", "expires_at", "stored_at", "archived_at"):
         if row.get(field) is not None:
             row[field] = f"{row[field]} ({iso(row[field])} UTC)"
     width = max(len(k) for k in row)
@@ -44,10 +44,14 @@ def print_row(row: dict[str, Any]) -> None:
 def print_run(ctx: click.Context, report) -> None:
     """The human summary of a consolidate or prune run."""
     kept = f"{report.kept_count} ({report.pinned_kept} pinned)"
-    if report.kind == "prune":
+    if report.kind == "expire":
+        archived = f"{report.expired} expired"
+    elif report.kind == "prune":
         archived = f"{report.duplicates} duplicates and {report.stale} stale"
     else:
         archived = f"{report.duplicates} duplicates and {report.evicted} evicted"
+    if report.expired and report.kind != "expire":
+        archived = f"{report.expired} expired, {archived}"
     if report.dry_run:
         click.echo(f"dry run, nothing written: {report.live_before} live; would keep {kept}, archive {archived}")
     else:
@@ -158,9 +162,9 @@ def print_memories(rows: list[dict[str, Any]], *, archived: bool) -> None:
 
 def print_runs(rows: list[dict[str, Any]]) -> None:
     print_table(
-        ["run", "kind", "namespace", "capacity", "started (UTC)", "status", "before", "kept", "duplicates", "evicted", "stale"],
+        ["run", "kind", "namespace", "capacity", "started (UTC)", "status", "before", "kept", "expired", "duplicates", "evicted", "stale"],
         [[r["id"], r["kind"], r["namespace"] or "(all)", r["capacity"], iso(r["started_at"]), r["status"],
-          r["live_before"], r["kept"], r["duplicates"], r["evicted"], r["stale"]] for r in rows],
+          r["live_before"], r["kept"], r["expired"], r["duplicates"], r["evicted"], r["stale"]] for r in rows],
     )  # fmt: skip
 
 

@@ -10,8 +10,9 @@ from ..db import database_url
 from ..defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
 from ..files import replaced_privately
 from ..migrate import SCHEMA_HEAD
+from ..records import memory_state, now_ms
 from .app import cli, open_store
-from .options import chosen_namespace, json_option, namespace_options, parse_meta
+from .options import as_of_option, chosen_namespace, json_option, lifetime_options, namespace_options, parse_meta
 from .render import print_check, print_json, print_memories, print_row, print_runs
 
 
@@ -52,21 +53,24 @@ def init(ctx: click.Context) -> None:
 @click.option("--pinned", is_flag=True, help="Never archive this memory.")
 @click.option("--fact-key", default=None, help="Records sharing a fact key claim the same fact.")
 @click.option("--meta", default=None, help="A JSON object stored with the memory.")
+@lifetime_options
 @json_option
 @click.pass_context
-def add(ctx, text, memory_id, namespace, timestamp, importance, pinned, fact_key, meta, as_json) -> None:
+def add(ctx, text, memory_id, namespace, timestamp, importance, pinned, fact_key, meta, ttl, expires_at, as_json) -> None:
     """Add one memory.
 
     Adding the same record with the same id again changes nothing (an agent's retry);
-    a different record under a stored id is an error.
+    a different record under a stored id is an error. With --ttl or --expires-at the
+    memory stops being visible at that moment, and the next job archives it as expired.
 
     \b
     Example:
         memstore add "User prefers dark mode." --id m1 --importance 4
+        memstore add "The door code today is 4512." --ttl 1d
     """
     row = open_store(ctx, create=True).add(
         text, id=memory_id, namespace=namespace, timestamp=timestamp, importance=importance,
-        pinned=pinned, fact_key=fact_key, meta=parse_meta(meta),
+        pinned=pinned, fact_key=fact_key, meta=parse_meta(meta), ttl=ttl, expires_at=expires_at,
     )  # fmt: skip
     print_json(row) if as_json else click.echo(row["id"])
 
@@ -140,19 +144,22 @@ def export(ctx, archived, namespace, all_namespaces, output, with_vectors) -> No
 @namespace_options
 @click.option("--archived", is_flag=True, help="List the archive instead of the live set.")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N rows.")
+@as_of_option
 @json_option
 @click.pass_context
-def list_(ctx, namespace, all_namespaces, archived, limit, as_json) -> None:
+def list_(ctx, namespace, all_namespaces, archived, limit, as_of, as_json) -> None:
     """List memories in rank order.
 
-    Rank order is importance, then newest, then id.
+    Rank order is importance, then newest, then id. Expired memories are not listed. With
+    --as-of, the memories that were live at that moment, as they were then.
 
     \b
     Example:
         memstore list --limit 20
+        memstore list --as-of 2026-11-24T18:00:00Z
     """
     namespace = chosen_namespace(namespace, all_namespaces)
-    rows = open_store(ctx).list(namespace, archived=archived, limit=limit)
+    rows = open_store(ctx).list(namespace, archived=archived, limit=limit, as_of=as_of)
     print_json(rows) if as_json else print_memories(rows, archived=archived)
 
 
@@ -161,16 +168,15 @@ def list_(ctx, namespace, all_namespaces, archived, limit, as_json) -> None:
 @json_option
 @click.pass_context
 def show(ctx, memory_id, as_json) -> None:
-    """Show one memory, live or archived.
+    """Show one memory, live, expired or archived.
 
     \b
     Example:
         memstore show m2
     """
     row = open_store(ctx).get(memory_id)
-    if as_json:
-        return print_json(row)
-    print_row(dict(row, state="archived" if row.get("archived_at") is not None else "live"))
+    row = dict(row, state=memory_state(row, now_ms()))
+    print_json(row) if as_json else print_row(row)
 
 
 @cli.command()

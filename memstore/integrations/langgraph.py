@@ -12,7 +12,11 @@ The mapping (docs/langgraph.md says the same for users):
   the job deduplicates on, is taken from the value (`memory_text`);
 - a put to an existing key is `MemoryStore.update` (the old version archived as "superseded"), a put
   of None and a delete are `MemoryStore.forget`; `restore(run_id)` undoes either. A put of the value
-  already stored writes nothing.
+  already stored writes nothing (but its lifetime starts again);
+- a TTL (minutes, LangGraph's unit) is the memory's lifetime: `expires_at`, with the TTL kept in
+  `meta` as "ttl_minutes" so a read can start it again (`refresh_on_read`). From its end the item is
+  invisible to every read, swept or not (LangGraph's `omit_expired`, always on); `sweep_ttl()`
+  archives what has expired as `expired`, a run `restore` undoes: nothing is hard-deleted.
 
 No SQL here: every read and write is a `MemoryStore` call.
 """
@@ -20,8 +24,9 @@ No SQL here: every read and write is a `MemoryStore` call.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
-import operator
+import math
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -43,6 +48,7 @@ try:
         Result,
         SearchItem,
         SearchOp,
+        TTLConfig,
     )
 except ImportError as exc:
     raise ImportError(
@@ -50,16 +56,15 @@ except ImportError as exc:
     ) from exc
 
 from ..errors import NotFoundError, ValidationError
-from ..records import now_ms
+from ..records import memory_state, now_ms
 from ..store import MemoryStore
 from ..validate import check_string
+from .filters import matches_filter
 
 # Recall is asked for at least this many memories per namespace, so a filtered search rarely needs a
 # second round.
 _FIRST_RECALL_K = 10
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MISSING = object()  # a filtered field the value does not have
-_ORDER = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
 
 # -- the mapping ------------------------------------------------------------------------------
@@ -103,6 +108,16 @@ def memory_text(value: Mapping[str, Any]) -> str:
     if isinstance(text, str):
         return text
     return canonical_json(value)
+
+
+def _ttl_minutes(row: Mapping[str, Any]) -> float | None:
+    """The TTL a put gave the item (None: it lives until deleted)."""
+    meta = row["meta"]
+    return meta.get("ttl_minutes") if isinstance(meta, Mapping) else None
+
+
+def _lifetime_ms(minutes: float) -> int:
+    return math.ceil(minutes * 60_000)
 
 
 def _value_of(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -194,65 +209,7 @@ def _check_page(limit: Any, offset: Any) -> None:
             raise ValueError(f"{name} must be a non-negative integer, got {number!r}")
 
 
-# -- filters ----------------------------------------------------------------------------------
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _same(actual: Any, wanted: Any) -> bool:
-    """JSON equality: numbers as numbers (1 == 1.0), true is not 1, lists and objects element-wise."""
-    if _is_number(actual) and _is_number(wanted):
-        return actual == wanted
-    if isinstance(actual, Mapping) and isinstance(wanted, Mapping):
-        return actual.keys() == wanted.keys() and all(_same(actual[name], wanted[name]) for name in actual)
-    if isinstance(actual, (list, tuple)) and isinstance(wanted, (list, tuple)):
-        return len(actual) == len(wanted) and all(map(_same, actual, wanted))
-    return type(actual) is type(wanted) and actual == wanted
-
-
-def _field(value: Mapping[str, Any], name: str) -> Any:
-    """value[name], or a dotted path into nested objects ("user.role"), or _MISSING."""
-    if name in value:
-        return value[name]
-    node: Any = value
-    for part in name.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return _MISSING
-        node = node[part]
-    return node
-
-
-def _apply_operator(actual: Any, name: str, operand: Any) -> bool:
-    if name in ("$eq", "$ne"):
-        equal = _same(None if actual is _MISSING else actual, operand)
-        return equal if name == "$eq" else not equal
-    if name in _ORDER:
-        # Numbers compare as numbers and strings as strings; anything else (a missing field, a
-        # number against a string) does not match.
-        comparable = (_is_number(actual) and _is_number(operand)) or (isinstance(actual, str) and isinstance(operand, str))
-        return comparable and _ORDER[name](actual, operand)
-    raise ValueError(f"Unsupported operator: {name}")
-
-
-def _condition_holds(actual: Any, wanted: Any) -> bool:
-    if isinstance(wanted, Mapping) and any(str(name).startswith("$") for name in wanted):
-        return all(_apply_operator(actual, name, operand) for name, operand in wanted.items())
-    if isinstance(wanted, Mapping):  # a filter on the fields of a nested object
-        return isinstance(actual, Mapping) and all(_condition_holds(_field(actual, n), w) for n, w in wanted.items())
-    return _same(None if actual is _MISSING else actual, wanted)
-
-
-def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    """LangGraph's search filter, evaluated in Python on the stored value.
-
-    >>> matches_filter({"n": 10, "tag": "a"}, {"tag": "a", "n": {"$gt": 9}})
-    True
-    >>> matches_filter({"n": 10}, {"n": {"$lt": 9.5}})
-    False
-    """
-    return not filter or all(_condition_holds(_field(value, name), wanted) for name, wanted in filter.items())
+# -- namespaces ---------------------------------------------------------------------------------
 
 
 def _matches_condition(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
@@ -274,13 +231,18 @@ class MemstoreStore(BaseStore):
 
     Pass a path or URL (the store is opened, migrated, and closed by `close()`), or an open
     `MemoryStore` (left open). `store.store` is the `MemoryStore` underneath: `history`, `restore`,
-    `consolidate` and the rest are there. TTLs are not supported; the `index` argument of put is
+    `consolidate` and the rest are there. `ttl` is LangGraph's TTLConfig: `default_ttl` (minutes),
+    `refresh_on_read` (default True), `sweep_interval_minutes` for `start_ttl_sweeper`; expired
+    items are never returned (`omit_expired: False` is refused). The `index` argument of put is
     ignored, since recall indexes every memory's text.
     """
 
-    supports_ttl = False
+    supports_ttl = True
 
-    def __init__(self, path_or_url: str | os.PathLike[str] | MemoryStore) -> None:
+    def __init__(self, path_or_url: str | os.PathLike[str] | MemoryStore, *, ttl: TTLConfig | None = None) -> None:
+        if ttl is not None and ttl.get("omit_expired") is False:
+            raise ValueError("MemstoreStore never returns expired items; leave omit_expired unset or True")
+        self.ttl_config = ttl
         if isinstance(path_or_url, MemoryStore):
             self.store, self._owns_store = path_or_url, False
         else:
@@ -288,12 +250,15 @@ class MemstoreStore(BaseStore):
         # A put reads (which memory holds the key?) then writes (add or update it). One at a time in
         # a process, so two nodes putting the same new key make one memory, not two.
         self._write_lock = threading.Lock()
+        self._sweeper: threading.Thread | None = None
+        self._sweeper_done: concurrent.futures.Future[None] | None = None
+        self._stop_sweeping = threading.Event()
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, conn_string: str | os.PathLike[str]) -> Iterator[MemstoreStore]:
+    def from_conn_string(cls, conn_string: str | os.PathLike[str], *, ttl: TTLConfig | None = None) -> Iterator[MemstoreStore]:
         """Open a store for the length of a `with` block, like LangGraph's SqliteStore.from_conn_string."""
-        store = cls(conn_string)
+        store = cls(conn_string, ttl=ttl)
         try:
             yield store
         finally:
@@ -303,6 +268,7 @@ class MemstoreStore(BaseStore):
         """Nothing to do: opening the store already migrated it. Here for code written for SqliteStore."""
 
     def close(self) -> None:
+        self.stop_ttl_sweeper()
         if self._owns_store:
             self.store.close()
 
@@ -334,8 +300,8 @@ class MemstoreStore(BaseStore):
             else:
                 results.append(None)
         with self._write_lock:
-            for (namespace, key), value in puts.items():
-                self._put(namespace, key, value)
+            for (namespace, key), (value, ttl) in puts.items():
+                self._put(namespace, key, value, ttl)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -343,9 +309,9 @@ class MemstoreStore(BaseStore):
         return await asyncio.to_thread(self.batch, list(ops))
 
     @staticmethod
-    def _check_ops(ops: list[Op]) -> dict[tuple[str, str], dict[str, Any] | None]:
-        """Check every op; return the puts to apply, one per key (the last)."""
-        puts: dict[tuple[str, str], dict[str, Any] | None] = {}
+    def _check_ops(ops: list[Op]) -> dict[tuple[str, str], tuple[dict[str, Any] | None, float | None]]:
+        """Check every op; return the puts to apply, one per key (the last), with their TTLs."""
+        puts: dict[tuple[str, str], tuple[dict[str, Any] | None, float | None]] = {}
         for op in ops:
             if isinstance(op, GetOp):
                 _check_labels(op.namespace)
@@ -360,10 +326,10 @@ class MemstoreStore(BaseStore):
                     _check_labels(condition.path)
             elif isinstance(op, PutOp):
                 _check_labels(op.namespace)
-                if op.ttl is not None:
-                    raise NotImplementedError("TTL is not supported by MemstoreStore; set ttl=None.")
+                if op.ttl is not None and (isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float)) or not 0 < op.ttl < math.inf):
+                    raise ValueError(f"put {tuple(op.namespace)} key {op.key!r}: ttl must be a positive number of minutes or None, got {op.ttl!r}")
                 namespace = tuple(op.namespace)
-                puts[(namespace_to_text(namespace), op.key)] = _check_put(namespace, op.key, op.value)
+                puts[(namespace_to_text(namespace), op.key)] = (_check_put(namespace, op.key, op.value), op.ttl)
             else:
                 raise TypeError(f"Unknown operation type: {type(op)}")
         return puts
@@ -382,23 +348,37 @@ class MemstoreStore(BaseStore):
             row = self.store.get(key, namespace=namespace)
         except NotFoundError:
             return None
-        return row if row.get("archived_at") is None and row["fact_key"] is None else None
+        return row if memory_state(row, now_ms()) == "live" and row["fact_key"] is None else None
+
+    def _refresh(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Start the lifetimes of `rows` that have a TTL again (refresh on read)."""
+        now = now_ms()
+        ends = {row["id"]: now + _lifetime_ms(_ttl_minutes(row)) for row in rows if _ttl_minutes(row)}
+        if ends:
+            self.store.extend_lifetimes(ends)
 
     def _get(self, op: GetOp) -> Item | None:
         row = self._find(namespace_to_text(op.namespace), str(op.key))
-        return None if row is None else Item(**_item_fields(row))
+        if row is None:
+            return None
+        if op.refresh_ttl:
+            self._refresh([row])
+        return Item(**_item_fields(row))
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = namespace_to_text(op.namespace_prefix)
         if op.query:
-            return self._recall(op, prefix)
-        rows = self.store.iter_rows(namespace_prefix=prefix) if prefix else self.store.iter_rows(None)
-        with closing(rows):
-            items = (SearchItem(**_item_fields(row)) for row in rows)
-            matching = (item for item in items if matches_filter(item.value, op.filter))
-            return list(islice(matching, op.offset, op.offset + op.limit))
+            found = self._recall(op, prefix)
+        else:
+            rows = self.store.iter_rows(namespace_prefix=prefix) if prefix else self.store.iter_rows(None)
+            with closing(rows):
+                matching = ((row, SearchItem(**_item_fields(row))) for row in rows)
+                found = list(islice(((row, item) for row, item in matching if matches_filter(item.value, op.filter)), op.offset, op.offset + op.limit))
+        if op.refresh_ttl:
+            self._refresh(row for row, _ in found)
+        return [item for _, item in found]
 
-    def _recall(self, op: SearchOp, prefix: str) -> list[SearchItem]:
+    def _recall(self, op: SearchOp, prefix: str) -> list[tuple[dict[str, Any], SearchItem]]:
         """Recall in each namespace under the prefix, merged best first, then filter, offset, limit.
 
         With a filter, recall is asked again for more (k x 4) until what was not fetched could only
@@ -418,7 +398,7 @@ class MemstoreStore(BaseStore):
             if len(matching) >= wanted and all(_rank(matching[wanted - 1][0]) <= _rank(last) for last in unfinished):
                 break
             k *= 4
-        return [item for _, item in matching[op.offset : wanted]]
+        return matching[op.offset : wanted]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = [text_to_namespace(name) for name in self.store.namespaces()]
@@ -429,25 +409,76 @@ class MemstoreStore(BaseStore):
 
     # -- writes --------------------------------------------------------------------------------
 
-    def _put(self, namespace: str, key: str, value: dict[str, Any] | None) -> None:
+    def _put(self, namespace: str, key: str, value: dict[str, Any] | None, ttl: float | None) -> None:
         row = self._find(namespace, key)
         if value is None:
             if row is not None:
                 self.store.forget([row["id"]], namespace=namespace)
             return
-        if row is not None and canonical_json(_value_of(row)) == canonical_json(value):
-            return  # the value it holds already (a retried node): no new version
-        text, meta = memory_text(value), {"value": value}
+        text, meta = memory_text(value), {"value": value, **({} if ttl is None else {"ttl_minutes": ttl})}
+        lifetime = None if ttl is None else _lifetime_ms(ttl) / 1000
+        if row is not None and canonical_json(_value_of(row)) == canonical_json(value) and _ttl_minutes(row) == ttl:
+            # The value it holds already (a retried node): no new version, its lifetime starts again.
+            if ttl is not None:
+                self.store.extend_lifetimes({row["id"]: now_ms() + _lifetime_ms(ttl)})
+            return
         if row is None:
-            self.store.add(text, namespace=namespace, fact_key=key, meta=meta)
+            self.store.add(text, namespace=namespace, fact_key=key, meta=meta, ttl=lifetime)
             return
         # A memory written by other means takes the key as its fact_key. The timestamp given is
         # update's own default (now): it keeps a change that only JSON sees (1 -> 1.0, 1 -> true),
         # which update's == would call "no change", from being refused.
         self.store.update(
             row["id"], text=text, meta=meta, fact_key=key if row["fact_key"] is None else None,
-            timestamp=now_ms(), namespace=namespace,
+            timestamp=now_ms(), namespace=namespace, ttl=lifetime,
+            no_expiry=ttl is None and row["expires_at"] is not None,
         )  # fmt: skip
+
+    # -- time to live --------------------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Archive every expired item (reason `expired`, one run `restore` undoes; nothing is
+        deleted) and return how many. A sweep that finds none writes nothing."""
+        return self.store.expire().expired
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> concurrent.futures.Future[None]:
+        """Sweep in a background thread every `sweep_interval_minutes` (default: the TTLConfig's,
+        else 5), the first sweep at once. Returns a Future that resolves when the sweeper stops;
+        with no TTLConfig, nothing is started and the Future is resolved already."""
+        if not self.ttl_config:
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        if self._sweeper is not None and self._sweeper.is_alive():
+            return self._sweeper_done
+        interval = float(sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5) * 60
+        self._stop_sweeping.clear()
+        self._sweeper_done = concurrent.futures.Future()
+
+        def sweep_until_stopped() -> None:
+            try:
+                while not self._stop_sweeping.is_set():
+                    self.sweep_ttl()
+                    self._stop_sweeping.wait(interval)
+            except BaseException as exc:
+                self._sweeper_done.set_exception(exc)
+            else:
+                self._sweeper_done.set_result(None)
+
+        self._sweeper = threading.Thread(target=sweep_until_stopped, name="memstore-ttl-sweeper", daemon=True)
+        self._sweeper.start()
+        return self._sweeper_done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper; True once it has stopped (or none was running)."""
+        if self._sweeper is None:
+            return True
+        self._stop_sweeping.set()
+        self._sweeper.join(timeout)
+        stopped = not self._sweeper.is_alive()
+        if stopped:
+            self._sweeper = None
+        return stopped
 
 
 __all__ = ["MemstoreStore", "canonical_json", "matches_filter", "memory_text", "namespace_to_text", "text_to_namespace"]

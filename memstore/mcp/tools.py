@@ -26,7 +26,9 @@ from typing_extensions import TypedDict
 from ..db import database_error
 from ..defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, RECALL_K
 from ..errors import MemstoreError
+from ..records import memory_state, now_ms
 from ..store import MemoryStore
+from ..validate import parse_ttl
 
 # The report tool lists at most this many entries of each finding; its counts cover them all.
 REPORT_TOP = 10
@@ -167,11 +169,13 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         fact_key: Annotated[str | None, Field(description="A stable name for the fact (e.g. 'user.timezone'); memories sharing it claim the same fact.")] = None,
         meta: Annotated[dict[str, Any] | None, Field(description="Any JSON object to keep with the memory (source, tags, ...).")] = None,
         id: Annotated[str | None, Field(description="Leave empty. Only to make a retried call safe: the same id with the same text stores nothing new.")] = None,
+        expires_in: Annotated[str | None, Field(description="Only for a fact true for a while (today's door code, this week's travel): how long it stays true, a number and s, m, h or d ('8h', '7d'). Leave empty for a lasting fact.")] = None,
     ) -> Remembered:
         """Store a fact in long-term memory so a later conversation can recall it.
 
         Use it when you learn something worth keeping: a preference, a decision, a fact about the
-        user or their work. One fact per call, written to make sense on its own.
+        user or their work. One fact per call, written to make sense on its own. A fact with a
+        shelf life takes `expires_in`: from then on recall no longer returns it.
 
         Returns {id, norm_key, status, same_key_ids}: the memory's id; its normalised key (case,
         punctuation and spacing removed); status "created", or "unchanged" when this exact call was
@@ -179,8 +183,9 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         same normalised key (copies that the next consolidation will fold into the newest).
         """
         with tool_errors(location):
+            ttl = None if expires_in is None else parse_ttl(expires_in, "expires_in")
             result = store.remember(
-                text, importance=importance, pinned=pinned, fact_key=fact_key, meta=meta, id=id, namespace=namespace
+                text, importance=importance, pinned=pinned, fact_key=fact_key, meta=meta, id=id, namespace=namespace, ttl=ttl
             )
         return fields(result, Remembered)
 
@@ -242,19 +247,20 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
 
     @server.tool(annotations=ToolAnnotations(title="Show a memory", read_only_hint=True))
     def show(id: Annotated[str, Field(description="The memory's id.")]) -> Shown:
-        """Show one memory, live or archived, with its history.
+        """Show one memory, live, expired or archived, with its history.
 
         Use it to see every field of a memory, or why and when it left the live set.
 
         Returns {memory, history}: memory is the stored row (id, text, importance, timestamp,
-        pinned, fact_key, meta, ...; an archived one also has archived_at, reason and
+        pinned, fact_key, meta, expires_at, ...) with its state: "live", "expired" (its lifetime
+        ended, so recall no longer returns it) or "archived" (with archived_at, reason and
         superseded_by); history is every version linked to it by updates, oldest first, this one
-        included, each with state "live" or "archived".
+        included, each with its state.
         """
         with tool_errors(location):
             memory = store.get(id, namespace=namespace)
             history = store.history(id, namespace=namespace)
-        return {"memory": memory, "history": history}
+        return {"memory": dict(memory, state=memory_state(memory, now_ms())), "history": history}
 
     @server.tool(annotations=ToolAnnotations(title="Consolidate memory", destructive_hint=True, idempotent_hint=True))
     def consolidate(

@@ -25,7 +25,7 @@ Deterministic: equal scores are ordered by id. Pure Python.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..words import tokens
@@ -63,6 +63,19 @@ def word_weights(words: Sequence[str], holding: Mapping[str, int], total: int) -
     """Each query word's weight: its inverse document frequency among `total` memories, `holding[w]`
     of which hold it (BM25's formula, floored just above zero as SQLite's FTS5 floors it)."""
     return {word: max(math.log((total - holding.get(word, 0) + 0.5) / (holding.get(word, 0) + 0.5)), 1e-6) for word in words}
+
+
+def judged(
+    rows: Mapping[str, Mapping[str, object]], lexical: Collection[str], semantic: Collection[str],
+    similarity: Mapping[str, float], weights: Mapping[str, float],
+) -> list[Candidate]:
+    """Each of `rows` (by id) as a Candidate: its cosine (`similarity`, None without a vector), its
+    coverage of the query's words, and which rankings found it (`lexical`, `semantic`: their ids)."""
+    return [
+        Candidate(memory_id, similarity.get(memory_id), coverage(weights, str(row["text"])),
+                  tuple(name for name, found in ((LEXICAL, memory_id in lexical), (SEMANTIC, memory_id in semantic)) if found))
+        for memory_id, row in rows.items()
+    ]  # fmt: skip
 
 
 def coverage(weights: Mapping[str, float], text: str) -> float:

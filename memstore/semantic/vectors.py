@@ -21,7 +21,7 @@ miss a neighbour an exact scan finds).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,8 @@ from sqlalchemy import Connection, Integer, Text, cast, delete, func, insert, se
 from .. import vector_index
 from ..db import rows_in
 from ..errors import MemstoreError
-from ..schema import memories, memory_archive, memory_vectors, memstore_settings
+from ..records import now_ms
+from ..schema import is_unexpired, memories, memory_archive, memory_vectors, memstore_settings, unexpired
 from .embed import from_blobs, to_blob
 
 if TYPE_CHECKING:
@@ -186,33 +187,36 @@ def _ranked(ids: Sequence[str], vectors: np.ndarray, query_vector: np.ndarray) -
 
 
 def _vectors_of(conn: Connection, model: EmbeddingModel, ids: Sequence[str], namespace: str | None = None) -> dict[str, bytes]:
-    """The blobs of `model` for `ids` (and, with `namespace`, only of live memories of it), looked up
+    """The blobs of `model` for `ids` (and, with `namespace`, only of live memories of it not expired), looked up
     by memory id. The model is compared here, not in SQL: with it SQLite walks the model's index
     over every vector instead of looking the few ids up."""
     if namespace is None:
         query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector)
         return {row.memory_id: row.vector for row in rows_in(conn, query, memory_vectors.c.memory_id, list(ids)) if row.model == model.name}
-    query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector, memories.c.namespace).join(
-        memories, memories.c.id == memory_vectors.c.memory_id
-    )
+    query = select(
+        memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector, memories.c.namespace, memories.c.expires_at
+    ).join(memories, memories.c.id == memory_vectors.c.memory_id)
+    now = now_ms()
     return {
         row.memory_id: row.vector
         for row in rows_in(conn, query, memory_vectors.c.memory_id, list(ids))
-        if row.model == model.name and row.namespace == namespace
+        if row.model == model.name and row.namespace == namespace and is_unexpired(row._mapping, now)
     }
 
 
 def live_vectors(conn: Connection, model: EmbeddingModel, ids: Sequence[str], namespace: str) -> tuple[list[str], np.ndarray]:
-    """The ids of `ids` that are live memories of `namespace` with a vector of `model`, by id, and their vectors."""
+    """The ids of `ids` that are live memories of `namespace`, not expired, with a vector of `model`, by
+    id, and their vectors."""
     found = sorted(_vectors_of(conn, model, ids, namespace).items())
     return [memory_id for memory_id, _ in found], from_blobs((blob for _, blob in found), model.dim)
 
 
 def live_ids(conn: Connection, ids: Sequence[str], namespace: str) -> set[str]:
-    """Which of `ids` are live memories of `namespace` (compared here: with the namespace in SQL,
-    SQLite may walk the namespace's index instead of looking the few ids up)."""
-    rows = rows_in(conn, select(memories.c.id, memories.c.namespace), memories.c.id, list(ids))
-    return {memory_id for memory_id, of in rows if of == namespace}
+    """Which of `ids` are live memories of `namespace`, not expired (compared here: with the
+    namespace in SQL, SQLite may walk the namespace's index instead of looking the few ids up)."""
+    rows = rows_in(conn, select(memories.c.id, memories.c.namespace, memories.c.expires_at), memories.c.id, list(ids))
+    now = now_ms()
+    return {row.id for row in rows if row.namespace == namespace and is_unexpired(row._mapping, now)}
 
 
 def search(conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int) -> list[tuple[str, float]]:
@@ -251,12 +255,12 @@ def _search_index(conn: Connection, model: EmbeddingModel, query_vector: np.ndar
 
 
 def namespace_vectors(conn: Connection, model: EmbeddingModel, namespace: str) -> tuple[list[str], np.ndarray]:
-    """Every live memory of `namespace` with a vector of `model`, by id, and the vectors: what the
-    NumPy path reads (that namespace's only)."""
+    """Every live memory of `namespace`, not expired, with a vector of `model`, by id, and the
+    vectors: what the NumPy path reads (that namespace's only)."""
     rows = conn.execute(
         select(memories.c.id, memory_vectors.c.model, memory_vectors.c.vector)
         .join(memory_vectors, memory_vectors.c.memory_id == memories.c.id)
-        .where(memories.c.namespace == namespace)  # the model compared below: see _vectors_of
+        .where(memories.c.namespace == namespace, unexpired(memories, now_ms()))  # the model compared below: see _vectors_of
         .order_by(memories.c.id)
     )
     rows = [row for row in rows if row.model == model.name]

@@ -1,0 +1,165 @@
+"""Memories that expire: invisible to every read from their end, archived as `expired` by the next
+job (before any rule ranks them), brought back by restore as they were."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from memstore import MemoryStore, ValidationError
+from memstore.cli import cli
+from memstore.records import now_ms
+
+from .sqlitelib import sqlite3
+
+HOUR_MS = 3_600_000
+
+
+@pytest.fixture
+def run(db_path):
+    def invoke(*args: str, stdin: str | None = None):
+        return CliRunner().invoke(cli, ["--db", str(db_path), *args], input=stdin)
+
+    return invoke
+
+
+def test_a_memory_added_with_ttl_2s_is_recalled_before_and_not_after_then_archived_as_expired_and_restored(run, db_path):
+    assert run("add", "The door code is 4512.", "--id", "old").exit_code == 0
+    time.sleep(0.01)
+    assert run("add", "the door code is 4512", "--id", "new", "--ttl", "2s").exit_code == 0
+    assert [r["id"] for r in json.loads(run("recall", "door code", "--json").output)] == ["new", "old"]
+    time.sleep(2.1)
+    assert [r["id"] for r in json.loads(run("recall", "door code", "--json").output)] == ["old"]
+    assert [r["id"] for r in json.loads(run("list", "--json").output)] == ["old"]
+    shown = run("show", "new")
+    assert [line.split() for line in shown.output.splitlines() if line.startswith("state")] == [["state", "expired"]]
+    assert json.loads(run("show", "new", "--json").output)["state"] == "expired"
+
+    # The newer copy has expired, so the older one is no longer its duplicate: it survives.
+    consolidated = json.loads(run("consolidate", "--capacity", "10", "--json").output)
+    assert [(a["id"], a["reason"]) for a in consolidated["archived"]] == [("new", "expired")]
+    assert consolidated["expired"] == 1 and consolidated["duplicates"] == 0
+    assert [r["id"] for r in json.loads(run("list", "--json").output)] == ["old"]
+    with sqlite3.connect(db_path) as shell:
+        assert shell.execute("SELECT reason FROM memory_archive WHERE id = 'new'").fetchall() == [("expired",)]
+        assert shell.execute("SELECT kind, expired FROM consolidation_runs").fetchall() == [("consolidate", 1)]
+    shell.close()
+
+    restored = run("restore", "--run", str(consolidated["run_id"]))
+    assert restored.exit_code == 0, restored.output
+    back = json.loads(run("show", "new", "--json").output)
+    assert back["state"] == "expired" and "archived_at" not in back  # back as it was: in the live table, expired
+    assert run("update", "new", "--no-expiry").exit_code == 0  # a person may give it a lasting life again
+    assert len(json.loads(run("recall", "door code", "--json").output)) == 2
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (("--ttl", "banana"), "--ttl"),
+        (("--ttl", "-5s"), "--ttl"),
+        (("--ttl", "0s"), "--ttl"),
+        (("--ttl", "30"), "--ttl"),
+        (("--ttl", "5w"), "--ttl"),
+        (("--expires-at", "2026-13-01"), "--expires-at"),
+        (("--expires-at", "tomorrow"), "--expires-at"),
+        (("--ttl", "1d", "--expires-at", "2030-01-01"), "ttl"),
+    ],
+)
+def test_a_bad_lifetime_is_a_one_line_error_naming_the_field_and_nothing_is_written(run, db_path, args, field):
+    result = run("add", "A fact.", *args)
+    assert result.exit_code == 1 and result.output.count("\n") == 1 and field in result.output, result.output
+    assert result.output.startswith("Error: ")
+    if db_path.exists():
+        with MemoryStore(db_path) as store:
+            assert store.count(None) == 0
+
+
+def test_update_sets_changes_and_clears_a_lifetime_each_a_new_version(run):
+    run("add", "Sprint goal: ship search.", "--id", "goal")
+    with_ttl = json.loads(run("update", "goal", "--ttl", "14d", "--json").output)
+    assert 14 * 24 * HOUR_MS - 5_000 < with_ttl["expires_at"] - now_ms() <= 14 * 24 * HOUR_MS
+    kept = json.loads(run("update", with_ttl["id"], "--text", "Sprint goal: ship search v2.", "--json").output)
+    assert kept["expires_at"] == with_ttl["expires_at"]  # carried, like every field not given
+    cleared = json.loads(run("update", kept["id"], "--no-expiry", "--json").output)
+    assert cleared["expires_at"] is None
+    at = json.loads(run("update", cleared["id"], "--expires-at", "2030-01-02T03:04:05.678Z", "--json").output)
+    assert at["expires_at"] == 1893553445678
+    same = run("update", at["id"], "--expires-at", "1893553445678")
+    assert same.exit_code == 1 and "changes nothing" in same.output
+    both = run("update", at["id"], "--no-expiry", "--ttl", "1d")
+    assert both.exit_code == 1 and "no_expiry" in both.output
+
+
+def test_import_takes_expires_at_as_iso_or_unix_ms_and_rows_show_it(run, tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text(
+        '{"id": "a", "text": "Travelling this week.", "expires_at": "2030-01-01T00:00:00Z"}\n'
+        '{"id": "b", "text": "Door code 4512.", "expires_at": 1893456000000}\n'
+        '{"id": "c", "text": "Lasting fact."}\n'
+    )
+    assert run("import", str(source)).exit_code == 0
+    rows = {r["id"]: r["expires_at"] for r in json.loads(run("list", "--json").output)}
+    assert rows == {"a": 1893456000000, "b": 1893456000000, "c": None}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "d", "text": "x"}\n{"id": "e", "text": "y", "expires_at": "soon"}\n')
+    result = run("import", str(bad))
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "line 2" in result.output and "expires_at" in result.output
+    assert sorted(rows) == sorted(r["id"] for r in json.loads(run("list", "--json").output))  # nothing half-written
+
+
+def test_export_keeps_expired_memories_not_yet_archived_and_import_brings_them_back_expired(tmp_path):
+    with MemoryStore(tmp_path / "a.db") as store:
+        store.add("Gone soon.", id="gone", expires_at=now_ms() - 1)
+        store.add("Stays.", id="stays")
+        stream = io.StringIO()
+        assert store.export(stream, None) == 2
+    with MemoryStore(tmp_path / "b.db") as copy:
+        copy.import_file(io.StringIO(stream.getvalue()), "move.jsonl")
+        assert [r["id"] for r in copy.list()] == ["stays"] and copy.get("gone")["expires_at"] is not None
+
+
+def test_the_api_takes_ttl_or_expires_at_and_a_retry_with_ttl_is_still_a_retry(store):
+    row = store.add("Door code 4512.", id="d", ttl=60)
+    assert 59_000 < row["expires_at"] - now_ms() <= 60_000
+    time.sleep(0.01)
+    assert store.remember("Door code 4512.", id="d", ttl=60)["status"] == "unchanged"
+    with pytest.raises(ValidationError, match="not both"):
+        store.add("x", ttl=5, expires_at=now_ms())
+    for bad in (0, -1, float("inf"), float("nan"), True, "5s"):
+        with pytest.raises(ValidationError, match="ttl"):
+            store.add("x", ttl=bad)
+    with pytest.raises(ValidationError, match="expires_at"):
+        store.add("x", expires_at="tomorrow")
+    assert store.count(None) == 1
+
+
+def test_expired_memories_are_invisible_to_every_read_until_a_job_archives_them(store):
+    past = now_ms() - 1
+    store.add_many([
+        {"id": "gone", "text": "Door code 4512.", "expires_at": past, "fact_key": "door", "namespace": "n1"},
+        {"id": "kept", "text": "Door code 7781.", "namespace": "n2"},
+    ])  # fmt: skip
+    assert [r["id"] for r in store.list(None)] == ["kept"]
+    assert store.count(None) == 1 and store.namespaces() == ["n2"]
+    assert store.recall("door code", namespace="n1") == []
+    assert store.find_fact("n1", "door") is None
+    assert store.get("gone")["expires_at"] == past  # show still shows it
+    report = store.expire()
+    assert [(a.id, a.reason) for a in report.archived] == [("gone", "expired")] and report.expired == 1
+    assert store.expire().run_id is None  # nothing left to expire: no run
+    # Pinned or not, a memory's own lifetime ends it.
+    store.add("Pinned, but only for now.", id="pin", pinned=True, expires_at=now_ms() - 1)
+    assert [a.id for a in store.prune(None).archived] == ["pin"]
+
+
+def test_the_expire_index_is_used(sqlite_store, db_path):
+    with sqlite3.connect(db_path) as shell:
+        plan = shell.execute("EXPLAIN QUERY PLAN SELECT id FROM memories WHERE expires_at <= 5").fetchall()
+    shell.close()
+    assert "ix_memories_expires_at" in " ".join(str(step) for step in plan)
