@@ -62,6 +62,8 @@ def _lexical(conn: Connection, namespace: str, query: str, present: list[dict[st
     held = [set(document) for document in documents]
     words = choose_words(query, lambda word: sum(1 for each in held if word in each))
     wanted = set(words.words)
+    if not wanted:
+        return [], words
     visible = [i for i, row in enumerate(present) if is_unexpired(row, at) and wanted & held[i]]
     if words.all_common:
         return by_words_held(words.words, [present[i] for i in visible], k), words

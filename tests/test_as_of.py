@@ -154,6 +154,13 @@ def test_bm25_is_sqlite_fts5s_formula():
     assert bm25(["door", "code"], documents) == [term("door", 2, 3) + term("code", 1, 3), term("door", 0, 1) + term("code", 1, 1), 0.0, 0.0]
 
 
+def test_a_query_without_words_finds_nothing_as_of_any_moment(store):
+    store.add("Door code 4512.", id="code")
+    at = _moment()
+    for query in ("", "?!", "   "):
+        assert store.recall(query, as_of=at) == [] == store.recall(query, touch=False)
+
+
 def test_as_of_is_checked_and_cannot_be_combined_with_the_archive(store):
     with pytest.raises(ValidationError, match="as_of"):
         store.list(as_of="yesterday")
