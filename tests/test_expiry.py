@@ -9,6 +9,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import event
 
 from memstore import MemoryStore, ValidationError
 from memstore.cli import cli
@@ -158,8 +159,25 @@ def test_expired_memories_are_invisible_to_every_read_until_a_job_archives_them(
     assert [a.id for a in store.prune(None).archived] == ["pin"]
 
 
-def test_the_expire_index_is_used(sqlite_store, db_path):
+def test_every_statement_that_finds_expired_memories_reads_them_off_the_expiry_index(sqlite_store, db_path):
+    # The statements the jobs run, explained by SQLite itself: a plan that walks a namespace index
+    # instead reads every memory of the namespace to find the few with a lifetime.
+    sqlite_store.add_many([{"text": f"Fact number {i}.", "namespace": "n1"} for i in range(50)])
+    sqlite_store.add("Soon gone.", namespace="n1", expires_at=now_ms() - 1)
+    statements: list[tuple[str, tuple]] = []
+
+    @event.listens_for(sqlite_store.engine, "before_cursor_execute")
+    def keep(conn, cursor, statement, parameters, context, executemany):  # noqa: ARG001
+        if "expires_at <=" in statement:
+            statements.append((statement, parameters))
+
+    sqlite_store.expire(namespace="n1")
+    sqlite_store.add("Gone too.", namespace="n1", expires_at=now_ms() - 1)
+    sqlite_store.consolidate(10, namespace="n1")
+    sqlite_store.prune("n1")
+    assert len(statements) >= 6
     with sqlite3.connect(db_path) as shell:
-        plan = shell.execute("EXPLAIN QUERY PLAN SELECT id FROM memories WHERE expires_at <= 5").fetchall()
+        for statement, parameters in statements:
+            plan = " ".join(str(step) for step in shell.execute(f"EXPLAIN QUERY PLAN {statement}", parameters))
+            assert "ix_memories_expires_at" in plan and "namespace=?" not in plan, (statement, plan)
     shell.close()
-    assert "ix_memories_expires_at" in " ".join(str(step) for step in plan)
