@@ -4,8 +4,8 @@ SQLite uses the FTS5 index `memories_fts` (kept in step with `memories` by trigg
 index on `to_tsvector('simple', text)`. A query is split into words; a memory matches when it
 contains any of them, except the words that say nothing about which memory is meant (`recall_words`):
 function words ("what", "did", "the") and words held by very many memories drop out when the query
-has another word. A query made only of such common words is ranked among the newest memories
-holding them (`_recall_among_newest`), which bounds what it costs at any size.
+has another word. A query made only of such common words is ranked among the namespace's newest
+memories holding them (`_recall_among_newest`), which bounds what it costs at any size.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Float, Integer, bindparam, column, select, text, update
+from sqlalchemy import Connection, Float, Integer, bindparam, column, func, select, text, update
 
 from .db import rows_in
 from .records import now_ms
-from .schema import FTS_TABLE, is_unexpired, memories
+from .schema import FTS_TABLE, is_unexpired, memories, unexpired
 from .words import FUNCTION_WORDS, tokens
 
 
@@ -175,28 +175,52 @@ def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace:
     return [{**{name: row[name] for name in memories.c.keys()}, "score": -score[row["fts_rowid"]]} for row in rows[:k]]
 
 
-# The newest memories holding any of the words, by write order: what a query made only of common
-# words is ranked among (one score per memory holding them would cost a tenth of a second to half a
-# second at a million memories).
+# A query made only of common words is ranked among the namespace's newest memories holding any of
+# them, this many at most: one score per memory holding them would cost a tenth of a second to half a
+# second at a million memories, and a query that names nothing rarer says little beyond "lately".
+COMMON_QUERY_WINDOW = 1_000
+
+# What ranking among the newest reads of each candidate; the whole row only for the k chosen.
+_CANDIDATE_COLUMNS = (memories.c.seq, memories.c.id, memories.c.text)
+
+# The namespace's newest unexpired memories holding any of the words, by write order. On SQLite the
+# CROSS JOIN keeps the full-text index outside, read newest first until the window is full; inside, a
+# lookup by rowid. PostgreSQL plans it itself.
 NEWEST_MATCHES_SQL = {
-    "sqlite": f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :expression ORDER BY rowid DESC LIMIT :limit",
+    "sqlite": (
+        f"SELECT m.seq, m.id, m.text FROM {FTS_TABLE} CROSS JOIN memories AS m ON m.seq = {FTS_TABLE}.rowid "
+        f"WHERE {FTS_TABLE} MATCH :expression AND m.namespace = :namespace AND (m.expires_at IS NULL OR m.expires_at > :now) "
+        f"ORDER BY {FTS_TABLE}.rowid DESC LIMIT :limit"
+    ),
     "postgresql": (
-        "SELECT seq FROM memories WHERE to_tsvector('simple', text) @@ to_tsquery('simple', :expression) "
-        "ORDER BY seq DESC LIMIT :limit"
+        "SELECT seq, id, text FROM memories WHERE to_tsvector('simple', text) @@ to_tsquery('simple', :expression) "
+        "AND namespace = :namespace AND (expires_at IS NULL OR expires_at > :now) ORDER BY seq DESC LIMIT :limit"
     ),
 }
 
 
 def _recall_among_newest(conn: Connection, words: list[str], expression: str, k: int, namespace: str, now: int) -> list[dict[str, Any]]:
-    """A query made only of common words: among the newest COMMON_WORD_MEMORIES memories holding
-    any of them, those of `namespace` holding the most of the words, then the shortest, then by id;
-    `score` is how many of the words each holds."""
-    seqs = list(conn.execute(text(NEWEST_MATCHES_SQL[conn.dialect.name]), {"expression": expression, "limit": COMMON_WORD_MEMORIES}).scalars())
-    found = [
-        dict(row._mapping) for row in rows_in(conn, select(memories), memories.c.seq, seqs)
-        if row.namespace == namespace and is_unexpired(row._mapping, now)
-    ]  # fmt: skip
-    return by_words_held(words, found, k)
+    """A query made only of common words: among the newest COMMON_QUERY_WINDOW memories of
+    `namespace` holding any of them, those holding the most of the words, then the shortest, then
+    by id; `score` is how many of the words each holds.
+
+    A namespace of at most that many memories is read whole and its memories holding a word kept (a
+    full-text search would walk every memory of the store holding the words to find its few)."""
+    small = conn.execute(
+        select(func.count()).select_from(
+            select(memories.c.seq).where(memories.c.namespace == namespace).limit(COMMON_QUERY_WINDOW + 1).subquery()
+        )
+    ).scalar_one() <= COMMON_QUERY_WINDOW
+    if small:
+        wanted = set(words)
+        rows = conn.execute(select(*_CANDIDATE_COLUMNS).where(memories.c.namespace == namespace, unexpired(memories, now)))
+        candidates = [row._mapping for row in rows if wanted.intersection(tokens(row.text))]
+    else:
+        parameters = {"expression": expression, "namespace": namespace, "now": now, "limit": COMMON_QUERY_WINDOW}
+        candidates = list(conn.execute(text(NEWEST_MATCHES_SQL[conn.dialect.name]), parameters).mappings())
+    best = by_words_held(words, candidates, k)
+    whole = {row.seq: row._mapping for row in rows_in(conn, select(memories), memories.c.seq, [row["seq"] for row in best])}
+    return [dict(whole[row["seq"]], score=row["score"]) for row in best]
 
 
 def by_words_held(words: Sequence[str], rows: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:

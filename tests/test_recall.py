@@ -6,6 +6,7 @@ from .sqlitelib import sqlite3
 
 from memstore import MemoryStore
 from memstore.db import make_engine, write_transaction
+from memstore.records import now_ms
 from alembic import command
 from memstore.migrate import alembic_config
 
@@ -195,18 +196,34 @@ def test_a_query_of_common_words_only_keeps_them_all(store):
 
 
 def test_a_query_of_common_words_only_ranks_the_newest_memories_holding_them(store):
-    """Its cost is bounded at any size: it is ranked among the newest COMMON_WORD_MEMORIES memories
-    holding any of its words, those holding more of them first, then the shortest, then by id."""
-    from memstore.fulltext import COMMON_WORD_MEMORIES
+    """Its cost is bounded at any size: it is ranked among the namespace's newest COMMON_QUERY_WINDOW
+    memories holding any of its words, those holding more of them first, then the shortest, then by id."""
+    from memstore.fulltext import COMMON_QUERY_WINDOW, COMMON_WORD_MEMORIES
 
     common_word_store(store)
     store.add_many([{"id": "zz-both", "text": "filler note"}, {"id": "zz-one", "text": "a filler only"}])
+    store.add_many([{"id": f"other{n}", "text": "filler note elsewhere", "namespace": "elsewhere"} for n in range(3)])
     top = store.recall("filler note", k=10**6, touch=False)
-    assert len(top) == COMMON_WORD_MEMORIES  # the oldest filler notes are past the newest 5,000
+    assert len(top) == COMMON_QUERY_WINDOW < COMMON_WORD_MEMORIES  # the older filler notes are past the window
     assert "f00000" not in ids(top) and top[0]["id"] == "zz-both" and top[0]["score"] == 2.0
     assert ids(top)[-1] == "zz-one"  # one word of two: ranked last
+    assert not [row for row in top if row["namespace"] != "default"]
     # A query with a rarer word is ranked as ever, over every memory holding its words.
     assert len(store.recall("edge zebra", k=10**6, touch=False)) == COMMON_WORD_MEMORIES + 2
+
+
+def test_a_query_of_common_words_only_finds_a_small_namespaces_own_memories(store):
+    """Written before thousands of others hold the same words, a small namespace's memories are
+    still its answer: the window is the namespace's newest, not the store's."""
+    store.add_many([
+        {"id": "w1", "text": "the lunch menu", "namespace": "work"},
+        {"id": "w2", "text": "the filler plan", "namespace": "work"},
+        {"id": "w3", "text": "nothing shared", "namespace": "work"},
+    ])  # fmt: skip
+    common_word_store(store)
+    assert ids(store.recall("the", k=5, namespace="work", touch=False)) == ["w1", "w2"]  # one word each, as short: by id
+    store.add("The menu.", id="w0", namespace="work", expires_at=now_ms() - 1)
+    assert ids(store.recall("the", k=5, namespace="work", touch=False)) == ["w1", "w2"]  # expired: not seen
 
 
 def test_function_words_drop_out_when_the_query_has_another_word(store):
