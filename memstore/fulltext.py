@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Float, Integer, bindparam, column, func, select, text, update
+from sqlalchemy import Connection, Float, bindparam, column, func, select, text, update
 
 from .db import rows_in
 from .records import now_ms
@@ -141,12 +141,12 @@ SHORTLIST_SQL = (
     f"SELECT rowid, bm25({FTS_TABLE}) AS score FROM {FTS_TABLE} "
     f"WHERE {FTS_TABLE} MATCH :expression ORDER BY score LIMIT :depth"
 )
+# What proving the shortlist needs of each memory; whole rows are read for the k returned only.
 SHORTLIST_ROWS = (
     # Namespace left out on purpose: with it SQLite may walk the namespace's index instead of
     # looking the few rowids up.
-    text("SELECT rowid AS fts_rowid, * FROM memories WHERE rowid IN :rowids")
-    .bindparams(bindparam("rowids", expanding=True))
-    .columns(column("fts_rowid", Integer), *memories.c)
+    select(memories.c.seq, memories.c.id, memories.c.namespace, memories.c.expires_at)
+    .where(memories.c.seq.in_(bindparam("rowids", expanding=True)))
 )
 
 
@@ -164,15 +164,15 @@ def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace:
     score = dict(shortlist)
     complete = len(shortlist) < depth
     cutoff = shortlist[-1].score
-    rows = [
-        dict(row)
-        for row in conn.execute(SHORTLIST_ROWS, {"rowids": list(score)}).mappings()
-        if row["namespace"] == namespace and is_unexpired(row, now) and (complete or score[row["fts_rowid"]] < cutoff)
-    ]
-    if not complete and len(rows) < k:
+    found = [
+        row for row in conn.execute(SHORTLIST_ROWS, {"rowids": list(score)})
+        if row.namespace == namespace and is_unexpired(row._mapping, now) and (complete or score[row.seq] < cutoff)
+    ]  # fmt: skip
+    if not complete and len(found) < k:
         return None
-    rows.sort(key=lambda row: (score[row["fts_rowid"]], row["id"]))
-    return [{**{name: row[name] for name in memories.c.keys()}, "score": -score[row["fts_rowid"]]} for row in rows[:k]]
+    best = sorted(found, key=lambda row: (score[row.seq], row.id))[:k]
+    whole = {row.seq: row._mapping for row in rows_in(conn, select(memories), memories.c.seq, [row.seq for row in best])}
+    return [dict(whole[row.seq], score=-score[row.seq]) for row in best]
 
 
 # A query made only of common words is ranked among the namespace's newest memories holding any of

@@ -166,11 +166,19 @@ class Recall:
         lexical = {row["id"]: row for row in recall_rows(conn, query, depth, namespace, words=words)}
         semantic = dict(hits)
         # Every candidate is judged on its cosine, the ones only the words found included.
-        similarity = {**cosines(conn, require_model(conn), [i for i in lexical if i not in semantic], query_vector), **semantic}
+        similarity = {**self._cosines(conn, namespace, [i for i in lexical if i not in semantic], query_vector), **semantic}
         rows = {**self._live_rows(conn, [memory_id for memory_id in semantic if memory_id not in lexical]), **lexical}
         weights = word_weights(words.words, words.holding, live_total(conn))
         candidates = judged(rows, lexical, semantic, similarity, weights)
         return rows, candidates
+
+    def _cosines(self, conn: Connection, namespace: str, ids: list[str], query_vector: Any) -> dict[str, float]:
+        """`cosines` of `ids` (memories of `namespace`): from that namespace's vectors in memory when
+        this object holds them (vector_hits has just refreshed them), else from the database."""
+        model = require_model(conn)
+        with self.lock:
+            held = self.in_memory.get((model.name, namespace))
+        return cosines(conn, model, ids, query_vector) if held is None else held.cosines(ids, query_vector)
 
     @staticmethod
     def _live_rows(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:

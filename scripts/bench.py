@@ -34,12 +34,14 @@ Scenarios (memstore side / baseline side):
   full and the writes push past it. With capacity size // 10 above, the live store is only ~size/10.
 * ``recall``: p50 of ``recall(query, k=5, touch=False)`` over ``--queries`` queries (default 200) of
   2-3 words, on the imported (unconsolidated) store / the one-statement FTS5 ranking through sqlite3
-  over the words recall searched on (``search.recall_words``; the answers are compared and must be
-  identical). Two query mixes: ``uniform`` (words uniformly from the vocabulary) and ``zipf`` (words
-  with the texts' own Zipf weights, so common words such as "the" appear). For reference: p95, the
-  one statement over every word of the query (what recall searched before common words dropped
-  out) and in how many queries its top 5 differs, and the p50 of the queries made only of common
-  words (``search.is_common``), which keep every word. Target p50 <= 10 ms at 1,000,000.
+  over the words recall searched on (``fulltext.query_words``; the answers are compared and must be
+  identical for every query carrying a rarer word; a query made only of common words is ranked by
+  its own rule, among its namespace's newest memories holding them). Two query mixes: ``uniform``
+  (words uniformly from the vocabulary) and ``zipf`` (words with the texts' own Zipf weights, so
+  common words such as "the" appear). For reference: p95, the one statement over every word of the
+  query (what recall searched before common words dropped out) and in how many queries its top 5
+  differs, and the p50 of the queries made only of common words. Targets at 1,000,000: p50 <= 10 ms,
+  and p95 of the Zipf mix <= 100 ms.
 * ``near_dup`` (sizes <= 100,000): ``hygiene.similar_pairs(sets, 0.8)`` over the store's token sets,
   checked identical to ``hygiene.exhaustive_pairs`` on a 4,000 sample whose per-pair cost is
   extrapolated to the full size. Target >= 500x at 100,000.
@@ -537,7 +539,7 @@ def make_queries(seed: int, count: int, zipf: bool) -> list[str]:
 def bench_recall(work: Path, base: Path, args) -> dict:
     from memstore.db import read_transaction
     from memstore.words import tokens
-    from memstore.fulltext import is_common, query_expression, recall_words
+    from memstore.fulltext import query_expression, query_words
 
     path = work / "recall.db"
     copy_store(base, path)
@@ -556,8 +558,9 @@ def bench_recall(work: Path, base: Path, args) -> dict:
                 ms_ids.append([row["id"] for row in rows])
             # Untimed: the words recall searched on, and the queries made only of common words.
             with read_transaction(store.engine) as conn:
-                searched = [recall_words(conn, q) for q in queries]
-                all_common = [all(is_common(conn, word) for word in set(tokens(q))) for q in queries]
+                chosen = [query_words(conn, q) for q in queries]
+            searched = [words.words for words in chosen]
+            all_common = [words.all_common for words in chosen]  # ranked among the newest, not by BM25
         finally:
             store.close()
         conn = raw_connect(path)
@@ -586,7 +589,9 @@ def bench_recall(work: Path, base: Path, args) -> dict:
             "memstore_p50": statistics.median(ms_times),
             "memstore_p95": ms_sorted[int(0.95 * (len(ms_sorted) - 1))],
             "raw_p50": statistics.median(raw_times),
-            "answers_identical_to_raw": ms_ids == raw_ids,
+            # A query made only of common words is ranked by its own rule (fulltext._recall_among_newest),
+            # so only the queries carrying a rarer word must match the one statement.
+            "answers_identical_to_raw": all(a == b for a, b, common in zip(ms_ids, raw_ids, all_common) if not common),
             "raw_every_word_p50": statistics.median(every_times),
             "top5_differs_from_every_word": sum(a != b for a, b in zip(ms_ids, every_ids)),
             "queries_dropping_words": sum(len(w) < len(set(tokens(q))) for q, w in zip(queries, searched)),
@@ -857,8 +862,10 @@ def table_rows(results: list[dict]) -> list[dict]:
                              baseline=rc["raw_p50"], ratio=rc["memstore_p50"] / rc["raw_p50"], ratio_def="ms/raw",
                              target="p50 <= 10 ms (at 1M)",
                              met=(rc["memstore_p50"] <= 0.010 and rc["answers_identical_to_raw"]) if n == 1_000_000 else None))
-            rows.append(dict(scenario="  p95 of the same", size=n, memstore=rc["memstore_p95"], baseline=None,
-                             ratio=None, ratio_def="", target="(for reference)", met=None))
+            zipf = mix == "zipf"
+            rows.append(dict(scenario="  p95 of the same", size=n, memstore=rc["memstore_p95"], baseline=None, ratio=None, ratio_def="",
+                             target="p95 <= 100 ms (at 1M)" if zipf else "(for reference)",
+                             met=(rc["memstore_p95"] <= 0.100) if zipf and n == 1_000_000 else None))
             if rc["queries_dropping_words"]:
                 rows.append(dict(scenario=f"  raw over every word ({rc['top5_differs_from_every_word']} top 5 differ)", size=n,
                                  memstore=rc["memstore_p50"], baseline=rc["raw_every_word_p50"],

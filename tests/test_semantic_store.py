@@ -110,6 +110,22 @@ def test_vector_index_answers_what_a_full_scan_answers(semantic):
                 assert all(math.isclose(a, b, rel_tol=1e-5) for (_, a), (_, b) in zip(got, expected))
 
 
+def test_a_long_lived_store_answers_hybrid_recall_from_memory_as_a_fresh_one_does_from_the_database(semantic, store_url):
+    # From its second search of a namespace a store object ranks from the vectors it holds, the
+    # cosines of what only the words found included; a fresh object reads them from the database.
+    queries = ["when is the staging deploy", "what time is the daily team meeting", "rate limit", "where does the user live"]
+    semantic.forget(["u1"])
+    for round_ in range(2):
+        for query in queries:
+            with MemoryStore(store_url) as fresh:
+                expected = fresh.recall(query, k=4, touch=False, mode="hybrid")
+            got = semantic.recall(query, k=4, touch=False, mode="hybrid")
+            # The database's index reports cosines in float32; the same ranking, scores to a hair.
+            assert [dict(row, score=None) for row in got] == [dict(row, score=None) for row in expected], (round_, query)
+            assert all(math.isclose(a["score"], b["score"], abs_tol=1e-6) for a, b in zip(got, expected))
+    assert list(semantic.recaller.in_memory) and "u1" in semantic.recaller.in_memory[next(iter(semantic.recaller.in_memory))].position
+
+
 def test_maintain_dry_run_shows_exactly_what_the_real_run_applies(semantic):
     dry = semantic.maintain(capacity=100, dry_run=True)
     assert semantic.runs() == [] and archived(semantic) == []

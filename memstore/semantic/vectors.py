@@ -337,6 +337,12 @@ class NamespaceVectors:
             select(func.coalesce(func.max(memory_vectors.c.embedded_at), -1)).where(memory_vectors.c.model == self.model.name)
         ).scalar_one())  # fmt: skip
 
+    def cosines(self, ids: Sequence[str], query_vector: np.ndarray) -> dict[str, float]:
+        """What `cosines` answers for `ids` of this namespace, from memory (as last refreshed)."""
+        with self.lock:
+            held = sorted(memory_id for memory_id in set(ids) if memory_id in self.position)
+            return dict(_ranked(held, self.matrix[[self.position[memory_id] for memory_id in held]], query_vector))
+
     def search(self, conn: Connection, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """What `search` answers, from memory."""
         with self.lock:
