@@ -285,10 +285,10 @@ Index("ix_memories_fact_key", memories.c.namespace, memories.c.fact_key)
 # What left a namespace after a moment, without reading the rest of the archive (`list --as-of`).
 Index("ix_memory_archive_as_of", memory_archive.c.namespace, memory_archive.c.archived_at)
 # The memories with a lifetime, by when it ends: the expire step reads the expired ones off it.
-Index(
-    "ix_memories_expires_at", memories.c.expires_at,
-    sqlite_where=memories.c.expires_at.is_not(None), postgresql_where=memories.c.expires_at.is_not(None),
-)  # fmt: skip
+# Partial (WHERE expires_at IS NOT NULL) on both backends, as revision 0009 creates it. Only SQLite's
+# predicate is declared, for `check`'s index comparison: declaring `postgresql_where` makes
+# SQLAlchemy import the whole PostgreSQL dialect package, 25 ms of every `memstore add`.
+Index("ix_memories_expires_at", memories.c.expires_at, sqlite_where=memories.c.expires_at.is_not(None))
 
 MEMORY_COLUMNS = tuple(c.name for c in memories.columns)
 
