@@ -141,7 +141,7 @@ SHORTLIST_SQL = (
     f"SELECT rowid, bm25({FTS_TABLE}) AS score FROM {FTS_TABLE} "
     f"WHERE {FTS_TABLE} MATCH :expression ORDER BY score LIMIT :depth"
 )
-# What proving the shortlist needs of each memory; whole rows are read for the k returned only.
+# What proving the shortlist needs of each memory (`_whole_rows` reads the k returned).
 SHORTLIST_ROWS = (
     # Namespace left out on purpose: with it SQLite may walk the namespace's index instead of
     # looking the few rowids up.
@@ -171,8 +171,14 @@ def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace:
     if not complete and len(found) < k:
         return None
     best = sorted(found, key=lambda row: (score[row.seq], row.id))[:k]
-    whole = {row.seq: row._mapping for row in rows_in(conn, select(memories), memories.c.seq, [row.seq for row in best])}
+    whole = _whole_rows(conn, [row.seq for row in best])
     return [dict(whole[row.seq], score=-score[row.seq]) for row in best]
+
+
+def _whole_rows(conn: Connection, seqs: list[int]) -> dict[int, Any]:
+    """The whole rows of `seqs`, by seq: read only for the memories recall returns (their metadata
+    decoded), the candidates having been judged on a few columns."""
+    return {row.seq: row._mapping for row in rows_in(conn, select(memories), memories.c.seq, seqs)}
 
 
 # A query made only of common words is ranked among the namespace's newest memories holding any of
@@ -180,7 +186,7 @@ def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace:
 # second at a million memories, and a query that names nothing rarer says little beyond "lately".
 COMMON_QUERY_WINDOW = 1_000
 
-# What ranking among the newest reads of each candidate; the whole row only for the k chosen.
+# What ranking among the newest reads of each candidate (`_whole_rows` reads the k chosen).
 _CANDIDATE_COLUMNS = (memories.c.seq, memories.c.id, memories.c.text)
 
 # The namespace's newest unexpired memories holding any of the words, by write order. On SQLite the
@@ -219,7 +225,7 @@ def _recall_among_newest(conn: Connection, words: list[str], expression: str, k:
         parameters = {"expression": expression, "namespace": namespace, "now": now, "limit": COMMON_QUERY_WINDOW}
         candidates = list(conn.execute(text(NEWEST_MATCHES_SQL[conn.dialect.name]), parameters).mappings())
     best = by_words_held(words, candidates, k)
-    whole = {row.seq: row._mapping for row in rows_in(conn, select(memories), memories.c.seq, [row["seq"] for row in best])}
+    whole = _whole_rows(conn, [row["seq"] for row in best])
     return [dict(whole[row["seq"]], score=row["score"]) for row in best]
 
 
