@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""`memstore add` start-up, this checkout against earlier commits, measured side by side.
+
+    .venv/bin/python scripts/startup_compare.py REV [REV ...] [--runs 25] [--size 10000]
+
+scripts/bench.py measures one ratio per run: `memstore --db STORE add TEXT` over
+`python -c "import sqlalchemy, click"`. On a shared 2-core machine that ratio moves by 0.1 from
+one run to the next, more than any change to the start-up path, so two bench runs made at
+different times cannot say whether a commit made the command slower. This script measures the
+same command for each tree in one run, interleaved (one `add` per tree, then the baseline, and
+again), so every tree sees the same machine:
+
+* each REV is checked out into a temporary git worktree (removed afterwards); the current
+  checkout is measured as it is, uncommitted edits included;
+* each tree gets its own store of `--size` generated memories (scripts/bench_report.py's
+  generator), written by that tree's own code so its schema is the one the tree expects, then
+  checkpointed;
+* every command runs this interpreter on the same entry-point script, with PYTHONPATH set to the
+  tree (so the tree's package, not the installed one, is imported);
+* it prints, for each tree, the median wall time and the median CPU time (user + system, of the
+  child process: less disturbed by other load than wall time) of `add`, and both as ratios over the
+  baseline's medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+
+from bench import MEMSTORE_BIN, checkpoint  # noqa: E402
+from bench_report import generate_records  # noqa: E402
+
+BASELINE = [sys.executable, "-c", "import sqlalchemy, click"]
+WRITE_STORE = "import json, sys; from memstore import MemoryStore; s = MemoryStore(sys.argv[1]); s.add_many(json.load(open(sys.argv[2]))); s.close()"
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """A detached worktree of `rev`. A checkout keeps its migrations at the top level and the
+    installed package finds them through the editable install, which points at this checkout; the
+    link makes `memstore.migrations` the tree's own."""
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(into), rev], check=True, capture_output=True)
+    package_migrations = into / "memstore" / "migrations"
+    if not package_migrations.exists() and (into / "migrations").is_dir():
+        package_migrations.symlink_to(into / "migrations", target_is_directory=True)
+    return into
+
+
+def tree_env(tree: Path) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(tree))
+
+
+def timed(command: list[str], tree: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child) of one run of `command`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, cwd=tree, env=tree_env(tree), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("revs", nargs="+", help="commits to compare this checkout against")
+    parser.add_argument("--runs", type=int, default=25, help="`add` runs per tree (default 25)")
+    parser.add_argument("--size", type=int, default=10_000, help="memories in each store (default 10,000)")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="memstore-startup-") as scratch:
+        work = Path(scratch)
+        records = work / "records.json"
+        records.write_text(json.dumps(generate_records(args.size, args.seed)[0]))
+        trees = {"this checkout": REPO}
+        try:
+            for n, rev in enumerate(args.revs):
+                trees[rev] = checkout(rev, work / f"tree{n}")
+            stores = {}
+            for n, (label, tree) in enumerate(trees.items()):
+                stores[label] = work / f"store{n}.db"
+                subprocess.run([sys.executable, "-c", WRITE_STORE, str(stores[label]), str(records)], cwd=tree, env=tree_env(tree), check=True)
+                checkpoint(stores[label])
+            times: dict[str, list[tuple[float, float]]] = {label: [] for label in trees}
+            baseline: list[tuple[float, float]] = []
+            for run in range(args.runs):
+                for label, tree in trees.items():
+                    add = [sys.executable, str(MEMSTORE_BIN), "--db", str(stores[label]), "add", f"User prefers dark mode, take {run}."]
+                    times[label].append(timed(add, tree))
+                baseline.append(timed(BASELINE, work))
+        finally:
+            for tree in list(trees.values())[1:]:
+                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
+
+    base_wall = statistics.median(wall for wall, _ in baseline)
+    base_cpu = statistics.median(cpu for _, cpu in baseline)
+    print(f"`memstore add` on a {args.size:,}-memory store, {args.runs} runs per tree, interleaved")
+    print(f"baseline `import sqlalchemy, click`: wall {base_wall * 1000:.0f} ms, CPU {base_cpu * 1000:.0f} ms")
+    print("| tree | wall ms | wall / baseline | CPU ms | CPU / baseline |")
+    print("|---|---|---|---|---|")
+    for label, samples in times.items():
+        wall = statistics.median(w for w, _ in samples)
+        cpu = statistics.median(c for _, c in samples)
+        print(f"| {label} | {wall * 1000:.0f} | {wall / base_wall:.2f} | {cpu * 1000:.0f} | {cpu / base_cpu:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
