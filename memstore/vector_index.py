@@ -187,15 +187,21 @@ def add(conn: Connection, ids: Sequence[str]) -> None:
     _insert(conn, kind, rows)
 
 
+def depth_limit(conn: Connection) -> int | None:
+    """The most neighbours one `nearest` call returns here (sqlite-vec's limit on k), or None when
+    any depth is served. A caller that reaches it without a sure answer must search another way."""
+    return SQLITE_MAX_K if conn.dialect.name == "sqlite" else None
+
+
 def nearest(conn: Connection, query_blob: bytes, namespace: str, depth: int) -> list[tuple[str, float]]:
     """(id, cosine distance) of up to `depth` indexed memories of `namespace` nearest to the query,
     nearest first (an exact scan of the namespace on SQLite; HNSW, or an exact scan of a small
-    namespace found by its b-tree, on PostgreSQL)."""
+    namespace found by its b-tree, on PostgreSQL). `depth` must not exceed `depth_limit`."""
     if conn.dialect.name == "sqlite":
         rows = conn.execute(
             text(f"SELECT memory_id, distance FROM {INDEX_TABLE} WHERE embedding MATCH :vector AND namespace = :namespace "
                  "AND k = :k ORDER BY distance"),
-            {"vector": query_blob, "namespace": namespace, "k": min(depth, SQLITE_MAX_K)},
+            {"vector": query_blob, "namespace": namespace, "k": depth},
         )  # fmt: skip
         return [(row[0], float(row[1])) for row in rows]
     conn.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))

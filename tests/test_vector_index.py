@@ -101,6 +101,50 @@ def test_search_in_the_index_answers_what_numpy_answers_over_the_namespace(store
                     assert len(set(i for i, _ in got) & set(i for i, _ in expected[:k])) >= 0.8 * k
 
 
+
+def _numpy_answer(conn, model, query, namespace: str, k: int):
+    from memstore.semantic.vectors import _top, namespace_vectors
+
+    ids, vectors = namespace_vectors(conn, model, namespace)
+    return _top(ids, vectors, query, k)
+
+
+def test_past_sqlite_vecs_depth_limit_the_index_answers_what_numpy_answers(sqlite_store):
+    """sqlite-vec returns at most 4,096 neighbours a query: a search that needs more (ties, k past
+    it, the nearest ones no longer live) must still give the NumPy path's answer."""
+    import numpy as np
+
+    from memstore.vector_index import SQLITE_MAX_K
+
+    store = sqlite_store
+    ties = SQLITE_MAX_K + 100
+    # The ids first by id embedded last: the index lists ties in its own order, not by id.
+    store.add_many([{"id": f"b{i:05d}", "text": f"tied fact {i}", "namespace": "ties", "timestamp": i} for i in range(ties)])
+    store.add_many([{"id": f"n{i:05d}", "text": f"near fact {i}", "namespace": "gone", "timestamp": i} for i in range(ties)])
+    store.add_many([{"id": f"f{i:03d}", "text": f"far fact {i}", "namespace": "gone", "timestamp": i} for i in range(20)])
+    vectors = {f"b{i:05d}": [1.0, 0.0, 0.0, 0.0] for i in range(ties)}
+    vectors |= {f"n{i:05d}": [1.0, 0.0, 0.0, 0.0] for i in range(ties)}
+    vectors |= {f"f{i:03d}": [0.0, 1.0, 0.0, 0.0] for i in range(20)}
+    store_handmade_vectors(store, vectors)
+    store.add_many([{"id": f"a{i}", "text": f"late tied fact {i}", "namespace": "ties", "timestamp": i} for i in range(5)])
+    from memstore.semantic.embed import to_blob
+    from memstore.semantic.vectors import store_vectors
+
+    with write_transaction(store.engine) as conn:
+        model = model_of(conn)
+        store_vectors(conn, model, [f"a{i}" for i in range(5)], [to_blob([1.0, 0.0, 0.0, 0.0])] * 5, 2000)
+        # Every nearest memory of "gone" expired (as a shell user might set it): only the far ones live.
+        conn.execute(text("UPDATE memories SET expires_at = 1 WHERE id LIKE 'n%'"))
+    query = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+    with read_transaction(store.engine) as conn:
+        assert store.embedding_status()["search"] == "sqlite-vec"
+        for namespace, k in (("ties", 3), ("ties", SQLITE_MAX_K + 50), ("gone", 5)):
+            got = search(conn, model, query, namespace, k)
+            assert got == _numpy_answer(conn, model, query, namespace, k)
+        assert [i for i, _ in search(conn, model, query, "ties", 3)] == ["a0", "a1", "a2"]
+        assert len(search(conn, model, query, "ties", SQLITE_MAX_K + 50)) == SQLITE_MAX_K + 50
+        assert [i for i, _ in search(conn, model, query, "gone", 5)] == ["f000", "f001", "f002", "f003", "f004"]
+
 SUBPROCESS_SEARCH = """
 import json, sys
 sys.modules["sqlean"] = None  # this Python's sqlite3 cannot load extensions: the NumPy path

@@ -115,20 +115,29 @@ def candidate_pairs(
         seq_mark, vector_mark, deferred = since
         is_new = or_(memories.c.seq > seq_mark, memory_vectors.c.embedded_at > vector_mark, memories.c.id.in_(sorted(deferred)))
         new_rows = of_model(of_namespace.where(is_new))
-        return _pairs_by_index(conn, model, namespace, new_rows, related_at), len(new_rows)
+        pairs = _pairs_by_index(conn, model, namespace, new_rows, related_at)
+        if pairs is not None:
+            return pairs, len(new_rows)
     return _pairs_by_matrix(of_model(of_namespace), model, since, related_at)
 
 
-def _pairs_by_index(conn: Connection, model: EmbeddingModel, namespace: str, new_rows, related_at: float) -> list[Pair]:
-    """The candidate pairs of the new memories, from their nearest neighbours in the vector index."""
+def _pairs_by_index(conn: Connection, model: EmbeddingModel, namespace: str, new_rows, related_at: float) -> list[Pair] | None:
+    """The candidate pairs of the new memories, from their nearest neighbours in the vector index;
+    None when a new memory has more neighbours at related_at than the index returns at once (the
+    caller then compares with every vector of the namespace)."""
+    limit = vector_index.depth_limit(conn)
     found: dict[tuple[str, str], float] = {}
     for row in new_rows:
         depth = NEIGHBOURS
         while True:
+            if limit is not None:
+                depth = min(depth, limit)
             nearest = vector_index.nearest(conn, row.vector, namespace, depth)
             # The last neighbour still at or above related_at: there may be more past the depth.
-            if len(nearest) < depth or 1.0 - nearest[-1][1] < related_at - 1e-6 or depth >= vector_index.SQLITE_MAX_K:
+            if len(nearest) < depth or 1.0 - nearest[-1][1] < related_at - 1e-6:
                 break
+            if depth == limit:
+                return None
             depth *= 4
         # Live ones only: the index may hold a memory a shell edit deleted since.
         others, vectors = live_vectors(conn, model, [memory_id for memory_id, _ in nearest if memory_id != row.id], namespace)

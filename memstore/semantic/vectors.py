@@ -236,8 +236,11 @@ def search(conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, na
 def _search_index(conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int) -> list[tuple[str, float]] | None:
     """The index's answer, or None when it cannot prove one (ties past what it may return)."""
     blob = to_blob(query_vector)
+    limit = vector_index.depth_limit(conn)
     depth = max(CANDIDATES_PER_RESULT * k, 10)
     while True:
+        if limit is not None:
+            depth = min(depth, limit)
         found = vector_index.nearest(conn, blob, namespace, depth)
         ids, vectors = live_vectors(conn, model, [memory_id for memory_id, _ in found], namespace)
         ranked = _ranked(ids, vectors, query_vector)
@@ -249,7 +252,7 @@ def _search_index(conn: Connection, model: EmbeddingModel, query_vector: np.ndar
         sure = [hit for hit in ranked if hit[1] > bound + 1e-6]
         if len(sure) >= k:
             return sure[:k]
-        if depth >= vector_index.SQLITE_MAX_K and conn.dialect.name == "sqlite":
+        if depth == limit:  # as deep as the index goes, and still not sure
             return None
         depth *= 4
 
