@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from memstore import MemoryStore, MemstoreError
 from memstore.cli import cli
+from memstore.db import read_transaction, write_transaction
 from memstore.semantic.pairs import DUPLICATE_AT
 
 from .conftest import REPO
@@ -125,6 +126,61 @@ def test_a_long_lived_store_answers_hybrid_recall_from_memory_as_a_fresh_one_doe
             assert all(math.isclose(a["score"], b["score"], abs_tol=1e-6) for a, b in zip(got, expected))
     assert list(semantic.recaller.in_memory) and "u1" in semantic.recaller.in_memory[next(iter(semantic.recaller.in_memory))].position
 
+
+
+def _searches_agree(store, store_url, query: str, k: int = 5) -> list[str]:
+    """The long-lived store's semantic answer, asserted equal to a fresh store's."""
+    with MemoryStore(store_url) as fresh:
+        expected = [memory_id for memory_id, _ in fresh.semantic_search(query, k=k)]
+    got = [memory_id for memory_id, _ in store.semantic_search(query, k=k)]
+    assert got == expected, query
+    return got
+
+
+def test_a_dry_run_that_embeds_leaves_a_long_lived_stores_vectors_as_they_were(semantic, store_url):
+    # The dry run embeds the new memory in its transaction, checks recall there, and rolls back: the
+    # store object must not keep the vector nobody committed, nor miss the one the real sync writes.
+    query = "where does the user live"
+    for _ in range(2):
+        _searches_agree(semantic, store_url, query)  # the second one from memory
+    semantic.add("The user's new flat is in Porto, near the river.", id="porto")
+    semantic.maintain(["semantic", "verify"], dry_run=True, checks=[{"query": query, "expect_id": "porto"}], k=10)
+    assert semantic.embedding_status()["pending"] == 1
+    assert "porto" not in _searches_agree(semantic, store_url, query, k=10)
+    semantic.sync_embeddings()
+    assert "porto" in _searches_agree(semantic, store_url, query, k=10)
+
+
+def test_a_long_lived_store_forgets_the_vectors_of_a_model_set_again(store):
+    # A -> B -> A: the sync with B replaced every vector of A, so back on A every memory waits for
+    # its vector; the store object must not answer from the vectors of A it held before.
+    import numpy as np
+
+    from memstore.semantic.embed import to_blob
+    from memstore.semantic.vectors import EmbeddingModel, set_model, store_vectors
+
+    store.add_many([{"id": f"m{i}", "text": f"fact {i}", "timestamp": i} for i in range(3)])
+    first, second = EmbeddingModel("model-a", "/nonexistent/a", 4), EmbeddingModel("model-b", "/nonexistent/b", 4)
+    vectors = {"m0": [1.0, 0.0, 0.0, 0.0], "m1": [0.0, 1.0, 0.0, 0.0], "m2": [0.0, 0.0, 1.0, 0.0]}
+    query = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+
+    def set_and_embed(model, ids) -> None:
+        with write_transaction(store.engine) as conn:
+            set_model(conn, model)
+            if ids:
+                store_vectors(conn, model, list(ids), [to_blob(vectors[i]) for i in ids], 1000)
+
+    def hits() -> list[str]:
+        with read_transaction(store.engine) as conn:
+            return [memory_id for memory_id, _ in store.recaller.vector_hits(conn, query, "default", 3)]
+
+    set_and_embed(first, vectors)
+    assert hits() == hits() == ["m0", "m1", "m2"]  # the second from memory
+    set_and_embed(second, vectors)
+    set_and_embed(first, ())
+    assert hits() == []
+    set_and_embed(first, ["m1"])
+    assert hits() == ["m1"]
 
 def test_maintain_dry_run_shows_exactly_what_the_real_run_applies(semantic):
     dry = semantic.maintain(capacity=100, dry_run=True)

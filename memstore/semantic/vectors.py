@@ -43,6 +43,9 @@ DIM_SETTING = "embedding_dim"
 # Bumped by every write of vectors, so a process holding them in memory knows, from one row, whether
 # to look for new ones.
 VERSION_SETTING = "vectors_version"
+# Bumped each time a model is set: the vectors of a model set before are gone or being replaced
+# (a sync with another model deletes them), so what a process holds in memory is read afresh.
+EPOCH_SETTING = "embedding_epoch"
 # Candidates checked for liveness in a first round, as a multiple of k (a round with too few live
 # ones among them looks four times deeper).
 CANDIDATES_PER_RESULT = 2
@@ -67,8 +70,13 @@ def model_of(conn: Connection) -> EmbeddingModel | None:
     return EmbeddingModel(settings[MODEL_SETTING], settings[SOURCE_SETTING], int(settings[DIM_SETTING]))
 
 
-def vectors_version(conn: Connection) -> int:
-    return int(_settings(conn).get(VERSION_SETTING, 0))
+def _bump(conn: Connection, key: str) -> None:
+    """Add one to the counter `key` of memstore_settings (its row lock makes writers take turns)."""
+    bumped = conn.execute(
+        update(memstore_settings).where(memstore_settings.c.key == key).values(value=cast(cast(memstore_settings.c.value, Integer) + 1, Text))
+    ).rowcount
+    if not bumped:  # a store whose model was enabled before the counter existed
+        conn.execute(insert(memstore_settings).values(key=key, value="1"))
 
 
 def set_model(conn: Connection, model: EmbeddingModel) -> str | None:
@@ -79,6 +87,7 @@ def set_model(conn: Connection, model: EmbeddingModel) -> str | None:
     conn.execute(insert(memstore_settings), [{"key": key, "value": value} for key, value in values.items()])
     if VERSION_SETTING not in _settings(conn):
         conn.execute(insert(memstore_settings).values(key=VERSION_SETTING, value="0"))
+    _bump(conn, EPOCH_SETTING)
     refused = vector_index.enable_pgvector(conn)
     vector_index.rebuild(conn, model.name, model.dim)
     return refused or search_notice(conn, model)
@@ -156,13 +165,7 @@ def store_vectors(conn: Connection, model: EmbeddingModel, ids: Sequence[str], b
     syncs on PostgreSQL) take turns, so each batch's embedded_at, above every one stored, only ever
     grows. A reader that remembers the newest embedded_at it saw then misses nothing.
     """
-    bumped = conn.execute(
-        update(memstore_settings)
-        .where(memstore_settings.c.key == VERSION_SETTING)
-        .values(value=cast(cast(memstore_settings.c.value, Integer) + 1, Text))
-    ).rowcount
-    if not bumped:  # a store whose model was enabled before the counter existed
-        conn.execute(insert(memstore_settings).values(key=VERSION_SETTING, value="1"))
+    _bump(conn, VERSION_SETTING)
     newest = conn.execute(
         select(func.max(memory_vectors.c.embedded_at)).where(memory_vectors.c.model == model.name)
     ).scalar_one()
@@ -300,13 +303,17 @@ class NamespaceVectors:
     matrix: Any = None  # (n, dim) float32
     position: dict[str, int] = field(default_factory=dict)
     version: int = -1  # the store's vectors_version when last read
+    epoch: str | None = None  # the store's embedding_epoch when last read
     newest: int = -1  # the newest embedded_at read
 
     def refresh(self, conn: Connection) -> None:
         import numpy as np
 
-        version = vectors_version(conn)
-        if version == self.version:
+        settings = _settings(conn)
+        version, epoch = int(settings.get(VERSION_SETTING, 0)), settings.get(EPOCH_SETTING)
+        if epoch != self.epoch:  # a model was set since: read the namespace afresh
+            self.matrix, self.epoch, self.newest = None, epoch, -1
+        elif version == self.version:
             return
         since = self.newest if self.matrix is not None else None
         if since is None:
