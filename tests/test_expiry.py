@@ -181,3 +181,19 @@ def test_every_statement_that_finds_expired_memories_reads_them_off_the_expiry_i
             plan = " ".join(str(step) for step in shell.execute(f"EXPLAIN QUERY PLAN {statement}", parameters))
             assert "ix_memories_expires_at" in plan and "namespace=?" not in plan, (statement, plan)
     shell.close()
+
+
+def test_the_meaning_phases_never_pair_a_memory_with_an_expired_one(store):
+    # An expired copy is out of sight: merged with a live fact it would win as the newer one and the
+    # live fact would be archived under it; paired with a changed value it would be flagged.
+    from .handmade import store_handmade_vectors
+
+    store.add_many([
+        {"id": "live", "text": "The user lives in Lisbon, Portugal.", "timestamp": 1},
+        {"id": "copy", "text": "The user lives in Lisbon, Portugal!", "timestamp": 2, "expires_at": now_ms() - 1},
+        {"id": "moved", "text": "The user lives in Porto, Portugal.", "timestamp": 3, "expires_at": now_ms() - 1},
+    ])  # fmt: skip
+    store_handmade_vectors(store, {"live": [1.0, 0.0], "copy": [1.0, 0.0], "moved": [1.0, 0.0]})
+    report = store.maintain(["semantic", "contradict"])
+    assert [(p.name, p.status, p.archived, p.flags) for p in report.phases] == [("semantic", "ok", [], []), ("contradict", "ok", [], [])]
+    assert [r["id"] for r in store.list(None)] == ["live"]

@@ -21,7 +21,8 @@ from ..db import rows_in
 from ..live_counts import live_counts
 from ..reference import stage1_order
 from ..runs import ConsolidationReport, archive_ids, archived_entries, finish_run, lock_jobs, max_seq, merge_recall_history, start_run
-from ..schema import contradiction_flags, memories, memory_vectors
+from ..records import now_ms
+from ..schema import contradiction_flags, memories, memory_vectors, unexpired
 from ..schema import consolidation_runs as runs
 from .pairs import DUPLICATE_AT, RELATED_AT, classify
 from .embed import from_blobs
@@ -104,7 +105,8 @@ def candidate_pairs(
     of_namespace = (
         select(memories.c.id, memories.c.seq, memory_vectors.c.embedded_at, memory_vectors.c.vector, memory_vectors.c.model)
         .join(memory_vectors, memory_vectors.c.memory_id == memories.c.id)
-        .where(memories.c.namespace == namespace)
+        # An expired memory is out of sight, and never the survivor of a merge.
+        .where(memories.c.namespace == namespace, unexpired(memories, now_ms()))
         .order_by(memories.c.id)
     )
 
