@@ -259,3 +259,43 @@ def test_async_ttl(open_store):
 
     asyncio.run(scenario())
     assert store.sweep_ttl() == 1
+
+
+def test_a_memory_given_a_lasting_life_is_not_given_its_ttl_back_by_a_read(open_store):
+    store = open_store()
+    store.put(("test",), "item1", {"value": "kept"}, ttl=LONG_MINUTES)
+    [row] = store.store.list(namespace_to_text(("test",)))
+    store.store.update(row["id"], no_expiry=True)  # `memstore update --no-expiry`: the put's meta stays
+    assert store.get(("test",), "item1", refresh_ttl=True) is not None
+    store.search(("test",), refresh_ttl=True)
+    assert _expires_at(store, ("test",), "item1") is None
+
+
+def test_a_put_without_ttl_of_the_stored_value_ends_a_lifetime_set_by_other_means(open_store):
+    store = open_store()
+    store.store.add('{"content": "tired"}', namespace=namespace_to_text(("users",)), fact_key="mood", ttl=LONG_MINUTES * 60)
+    assert store.get(("users",), "mood").value == {"content": '{"content": "tired"}'}
+    store.put(("users",), "mood", {"content": '{"content": "tired"}'}, ttl=None)  # LangGraph: None lives until deleted
+    assert _expires_at(store, ("users",), "mood") is None
+
+
+def test_a_ttl_too_long_for_the_store_is_refused_before_any_op_of_the_batch_is_written(open_store):
+    store = open_store()
+    with pytest.raises(ValueError, match="ttl must be a positive number of minutes"):
+        store.batch([PutOp(("b",), "k1", {"v": 1}, ttl=None), PutOp(("b",), "k2", {"v": 2}, ttl=1e300)])
+    assert store.search(("b",)) == []
+    store.batch([PutOp(("b",), "k3", {"v": 3}, ttl=2**53 / 60 / 2)])  # long, and within what the store takes
+    assert [item.key for item in store.search(("b",))] == ["k3"]
+
+
+def test_a_put_ends_its_lifetime_exactly_ttl_after_the_put(open_store):
+    from memstore.integrations.langgraph import _lifetime_ms
+
+    assert [m for m in range(1, 200_000) if _lifetime_ms(m / 60_000) != m] == []
+    assert _lifetime_ms(1.5 / 60_000) == 2  # a part of a millisecond: never shorter
+    store = open_store()
+    for n, milliseconds in enumerate((119, 2007, 70_003)):
+        before = int(time.time() * 1000)
+        store.put(("t",), f"k{n}", {"v": n}, ttl=milliseconds / 60_000)
+        after = int(time.time() * 1000)
+        assert before + milliseconds <= _expires_at(store, ("t",), f"k{n}") <= after + milliseconds

@@ -117,7 +117,9 @@ def _ttl_minutes(row: Mapping[str, Any]) -> float | None:
 
 
 def _lifetime_ms(minutes: float) -> int:
-    return math.ceil(minutes * 60_000)
+    """A TTL in minutes as whole milliseconds, never shorter; rounded first, so that float noise
+    (119 / 60_000 * 60_000 == 119.00000000000001) does not add a millisecond."""
+    return math.ceil(round(minutes * 60_000, 6))
 
 
 def _value_of(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -326,7 +328,8 @@ class MemstoreStore(BaseStore):
                     _check_labels(condition.path)
             elif isinstance(op, PutOp):
                 _check_labels(op.namespace)
-                if op.ttl is not None and (isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float)) or not 0 < op.ttl < math.inf):
+                # A lifetime in minutes, as many as the store takes in seconds (validate.check_ttl).
+                if op.ttl is not None and (isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float)) or not 0 < op.ttl * 60 < 2**53):
                     raise ValueError(f"put {tuple(op.namespace)} key {op.key!r}: ttl must be a positive number of minutes or None, got {op.ttl!r}")
                 namespace = tuple(op.namespace)
                 puts[(namespace_to_text(namespace), op.key)] = (_check_put(namespace, op.key, op.value), op.ttl)
@@ -351,9 +354,10 @@ class MemstoreStore(BaseStore):
         return row if memory_state(row, now_ms()) == "live" and row["fact_key"] is None else None
 
     def _refresh(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Start the lifetimes of `rows` that have a TTL again (refresh on read)."""
+        """Start the lifetimes of `rows` that have a TTL again (refresh on read); not of one given a
+        lasting life since (`update --no-expiry` keeps the put's meta)."""
         now = now_ms()
-        ends = {row["id"]: now + _lifetime_ms(_ttl_minutes(row)) for row in rows if _ttl_minutes(row)}
+        ends = {row["id"]: now + _lifetime_ms(_ttl_minutes(row)) for row in rows if _ttl_minutes(row) and row["expires_at"] is not None}
         if ends:
             self.store.extend_lifetimes(ends)
 
@@ -416,21 +420,25 @@ class MemstoreStore(BaseStore):
                 self.store.forget([row["id"]], namespace=namespace)
             return
         text, meta = memory_text(value), {"value": value, **({} if ttl is None else {"ttl_minutes": ttl})}
-        lifetime = None if ttl is None else _lifetime_ms(ttl) / 1000
-        if row is not None and canonical_json(_value_of(row)) == canonical_json(value) and _ttl_minutes(row) == ttl:
+        ends_at = None if ttl is None else now_ms() + _lifetime_ms(ttl)
+        # The same value with the same kind of life (a lasting one stays lasting, whatever wrote it).
+        unchanged = row is not None and canonical_json(_value_of(row)) == canonical_json(value) and (
+            _ttl_minutes(row) == ttl and (row["expires_at"] is None) == (ttl is None)
+        )
+        if unchanged:
             # The value it holds already (a retried node): no new version, its lifetime starts again.
             if ttl is not None:
-                self.store.extend_lifetimes({row["id"]: now_ms() + _lifetime_ms(ttl)})
+                self.store.extend_lifetimes({row["id"]: ends_at})
             return
         if row is None:
-            self.store.add(text, namespace=namespace, fact_key=key, meta=meta, ttl=lifetime)
+            self.store.add(text, namespace=namespace, fact_key=key, meta=meta, expires_at=ends_at)
             return
         # A memory written by other means takes the key as its fact_key. The timestamp given is
         # update's own default (now): it keeps a change that only JSON sees (1 -> 1.0, 1 -> true),
         # which update's == would call "no change", from being refused.
         self.store.update(
             row["id"], text=text, meta=meta, fact_key=key if row["fact_key"] is None else None,
-            timestamp=now_ms(), namespace=namespace, ttl=lifetime,
+            timestamp=now_ms(), namespace=namespace, expires_at=ends_at,
             no_expiry=ttl is None and row["expires_at"] is not None,
         )  # fmt: skip
 
