@@ -21,6 +21,7 @@ ignored: the key is always recomputed.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -51,7 +52,7 @@ def iso_to_ms(value: str) -> int:
 def parse_moment(text: str, location: str) -> int:
     """A moment typed by a person: Unix ms (digits) or ISO-8601 ('2026-12-01', '2026-12-01T09:30:00+01:00')."""
     stripped = text.strip()
-    if stripped.lstrip("-").isdigit():
+    if re.fullmatch(r"-?[0-9]+", stripped):  # ASCII digits only: int() would take "١٢" and "1_000"
         return check_int(int(stripped), location, None, INT64_MIN, INT64_MAX)
     try:
         return iso_to_ms(stripped)

@@ -68,6 +68,9 @@ def test_a_memory_added_with_ttl_2s_is_recalled_before_and_not_after_then_archiv
         (("--ttl", "5w"), "--ttl"),
         (("--expires-at", "2026-13-01"), "--expires-at"),
         (("--expires-at", "tomorrow"), "--expires-at"),
+        (("--expires-at", "--5"), "--expires-at"),
+        (("--expires-at", "\u0661\u0662"), "--expires-at"),  # Arabic-Indic digits: not Unix ms
+        (("--expires-at", "1_000"), "--expires-at"),
         (("--ttl", "1d", "--expires-at", "2030-01-01"), "ttl"),
     ],
 )
@@ -197,3 +200,14 @@ def test_the_meaning_phases_never_pair_a_memory_with_an_expired_one(store):
     report = store.maintain(["semantic", "contradict"])
     assert [(p.name, p.status, p.archived, p.flags) for p in report.phases] == [("semantic", "ok", [], []), ("contradict", "ok", [], [])]
     assert [r["id"] for r in store.list(None)] == ["live"]
+
+
+def test_a_lifetime_beyond_the_calendar_is_shown_in_ms(run):
+    # Any 64-bit ms is a valid end; past year 9999 (or before year 1) there is no date to print.
+    assert run("add", "Far future.", "--id", "far", "--ttl", "3000000d").exit_code == 0
+    assert run("add", "Long past.", "--id", "past", "--expires-at", "-99999999999999").exit_code == 0
+    far, past = run("show", "far"), run("show", "past")
+    assert far.exit_code == 0 and past.exit_code == 0, far.output + past.output
+    assert [line.split() for line in past.output.splitlines() if line.startswith("expires_at")] == [["expires_at", "-99999999999999"]]
+    [far_line] = [line.split() for line in far.output.splitlines() if line.startswith("expires_at")]
+    assert len(far_line) == 2 and int(far_line[1]) > now_ms()

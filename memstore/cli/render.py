@@ -25,9 +25,14 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
 
 
 def iso(ms: int | None) -> str:
+    """Unix ms as a UTC date and time; "" for None and for a moment outside years 1-9999 (a
+    store takes any 64-bit ms, and the ms themselves are shown beside it)."""
     if ms is None:
         return ""
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    except (ValueError, OverflowError, OSError):
+        return ""
 
 
 def print_row(row: dict[str, Any]) -> None:
@@ -35,7 +40,7 @@ def print_row(row: dict[str, Any]) -> None:
     row = dict(row, pinned="yes" if row["pinned"] else "no")
     for field in ("timestamp", "created_at", "updated_at", "last_recalled_at", "expires_at", "stored_at", "archived_at"):
         if row.get(field) is not None:
-            row[field] = f"{row[field]} ({iso(row[field])} UTC)"
+            row[field] = f"{row[field]} ({iso(row[field])} UTC)" if iso(row[field]) else str(row[field])
     width = max(len(k) for k in row)
     for key, value in row.items():
         click.echo(f"{key.ljust(width)}  {'' if value is None else value}")
