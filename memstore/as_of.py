@@ -22,7 +22,7 @@ from .schema import is_unexpired, memories, unexpired
 from .schema import memory_archive as archive
 from .semantic.fusion import LEXICAL, SEMANTIC, fuse, judged, word_weights
 from .semantic.vectors import cosines, require_model
-from .words import tokens
+from .words import tokens, without_diacritics
 
 # BM25's constants as SQLite's FTS5 fixes them.
 BM25_K1 = 1.2
@@ -54,14 +54,21 @@ def bm25(words: list[str], documents: list[list[str]]) -> list[float]:
     return scores
 
 
+def _as_written(text: str) -> str:
+    return text
+
+
 def _lexical(conn: Connection, namespace: str, query: str, present: list[dict[str, Any]], at: int, k: int):
     """The full-text ranking at `at`: the top k visible rows, each with `score`, and the query's
     words. Scored as the backend's recall scores: BM25 as FTS5 computes it on SQLite, PostgreSQL's
     own ts_rank there (it needs no statistics of the rest of the store)."""
-    documents = [tokens(row["text"]) for row in present]
+    # On SQLite words match as its index matches them, accents folded ("cafe" finds "café").
+    fold = without_diacritics if conn.dialect.name == "sqlite" else _as_written
+    documents = [tokens(fold(row["text"])) for row in present]
     held = [set(document) for document in documents]
-    words = choose_words(query, lambda word: sum(1 for each in held if word in each))
-    wanted = set(words.words)
+    words = choose_words(query, lambda word: sum(1 for each in held if fold(word) in each))
+    searched = [fold(word) for word in words.words]
+    wanted = set(searched)
     if not wanted:
         return [], words
     visible = [i for i, row in enumerate(present) if is_unexpired(row, at) and wanted & held[i]]
@@ -72,7 +79,7 @@ def _lexical(conn: Connection, namespace: str, query: str, present: list[dict[st
         ranked = sorted(scores, key=lambda memory_id: (-scores[memory_id], memory_id))[:k]
         by_id = {row["id"]: row for row in present}
         return [dict(by_id[memory_id], score=scores[memory_id]) for memory_id in ranked], words
-    scores = bm25(words.words, documents)
+    scores = bm25(searched, documents)
     ranked = sorted(visible, key=lambda i: (-scores[i], present[i]["id"]))[:k]
     return [dict(present[i], score=scores[i]) for i in ranked], words
 

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _TOKEN = re.compile(r"[^\W_]+")
 # A word as people write it, apostrophes kept ("doesn't", "user's"), for the negation test.
@@ -39,6 +40,14 @@ FUNCTION_WORDS = frozenset(
 
 def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
+
+
+def without_diacritics(text: str) -> str:
+    """`text` with its accents removed ("Café" -> "Cafe"): how SQLite's full-text index (unicode61,
+    remove_diacritics 2) matches words, so "cafe" finds "café" and "café" finds "cafe"."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c)))
 
 
 def token_set(text: str) -> frozenset[str]:

@@ -161,6 +161,20 @@ def test_a_query_without_words_finds_nothing_as_of_any_moment(store):
         assert store.recall(query, as_of=at) == [] == store.recall(query, touch=False)
 
 
+
+def test_recall_as_of_now_matches_words_as_recall_does_accents_and_all(store):
+    # SQLite's index folds accents (cafe finds café and café finds cafe); PostgreSQL's 'simple'
+    # configuration does not. Either way, recall as of now answers what recall answers.
+    store.add("We meet at the café on Monday.", id="cafe")
+    store.add("The naïve plan failed.", id="naive")
+    store.add("Résumé sent to Zoë.", id="resume")
+    at = _moment()
+    for query in ("cafe", "café", "naive", "naïve", "resume", "zoe", "zoë"):
+        expected = [row["id"] for row in store.recall(query, touch=False)]
+        assert [row["id"] for row in store.recall(query, as_of=at)] == expected, query
+    if store.is_sqlite:
+        assert [row["id"] for row in store.recall("cafe", as_of=at)] == ["cafe"]
+
 def test_as_of_is_checked_and_cannot_be_combined_with_the_archive(store):
     with pytest.raises(ValidationError, match="as_of"):
         store.list(as_of="yesterday")
