@@ -26,7 +26,7 @@ from ..schema import contradiction_flags, memories, memory_vectors, unexpired
 from ..schema import consolidation_runs as runs
 from .pairs import DUPLICATE_AT, RELATED_AT, classify
 from .embed import from_blobs
-from .vectors import EmbeddingModel, live_vectors, require_model
+from .vectors import FLOAT32_SLACK, EmbeddingModel, live_vectors, require_model
 
 # Rows of new vectors compared with the whole namespace per matrix product (bounds memory).
 BLOCK = 256
@@ -136,7 +136,7 @@ def _pairs_by_index(conn: Connection, model: EmbeddingModel, namespace: str, new
                 depth = min(depth, limit)
             nearest = vector_index.nearest(conn, row.vector, namespace, depth)
             # The last neighbour still at or above related_at: there may be more past the depth.
-            if len(nearest) < depth or 1.0 - nearest[-1][1] < related_at - 1e-6:
+            if len(nearest) < depth or 1.0 - nearest[-1][1] < related_at - FLOAT32_SLACK:
                 break
             if depth == limit:
                 return None

@@ -49,6 +49,10 @@ EPOCH_SETTING = "embedding_epoch"
 # Candidates checked for liveness in a first round, as a multiple of k (a round with too few live
 # ones among them looks four times deeper).
 CANDIDATES_PER_RESULT = 2
+# How far a cosine computed in float32 (sqlite-vec's and pgvector's distances, the NumPy coarse
+# pass) may stray from the exact one over 384 dimensions: measured up to about 1.3e-6; a margin
+# well above that, so a candidate is never judged sure, or left out, on float noise.
+FLOAT32_SLACK = 1e-5
 
 
 @dataclass(frozen=True)
@@ -250,9 +254,9 @@ def _search_index(conn: Connection, model: EmbeddingModel, query_vector: np.ndar
         if len(found) < depth:  # the index holds no more of this namespace
             return ranked[:k]
         # Every memory the index did not return is at most as similar as the last one it did: those
-        # strictly above that are sure (a hair of slack for float32 distances against float64).
+        # strictly above that are sure (float32 distances against float64 cosines: FLOAT32_SLACK).
         bound = 1.0 - found[-1][1]
-        sure = [hit for hit in ranked if hit[1] > bound + 1e-6]
+        sure = [hit for hit in ranked if hit[1] > bound + FLOAT32_SLACK]
         if len(sure) >= k:
             return sure[:k]
         if depth == limit:  # as deep as the index goes, and still not sure
@@ -275,7 +279,7 @@ def namespace_vectors(conn: Connection, model: EmbeddingModel, namespace: str) -
 
 def _top(ids: Sequence[str], vectors: np.ndarray, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
     """The top k of `ids` by cosine, ties by id: a float32 pass picks candidates (all whose cosine
-    reaches the k-th's, less a hair), then `_ranked` orders them."""
+    reaches the k-th's, less FLOAT32_SLACK), then `_ranked` orders them."""
     import numpy as np
 
     if not len(ids):
@@ -283,7 +287,7 @@ def _top(ids: Sequence[str], vectors: np.ndarray, query_vector: np.ndarray, k: i
     coarse = vectors @ np.asarray(query_vector, dtype=np.float32)
     if len(ids) > k:
         kth = np.partition(-coarse, k - 1)[k - 1]
-        chosen = np.nonzero(-coarse <= kth + 1e-5)[0]
+        chosen = np.nonzero(-coarse <= kth + FLOAT32_SLACK)[0]
     else:
         chosen = np.arange(len(ids))
     return _ranked([ids[i] for i in chosen], vectors[chosen], query_vector)[:k]
