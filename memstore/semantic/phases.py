@@ -135,8 +135,8 @@ def _pairs_by_index(conn: Connection, model: EmbeddingModel, namespace: str, new
             if limit is not None:
                 depth = min(depth, limit)
             nearest = vector_index.nearest(conn, row.vector, namespace, depth)
-            # The last neighbour still at or above related_at: there may be more past the depth.
-            if len(nearest) < depth or 1.0 - nearest[-1][1] < related_at - FLOAT32_SLACK:
+            # The furthest neighbour still at or above related_at: there may be more past the depth.
+            if len(nearest) < depth or 1.0 - max(distance for _, distance in nearest) < related_at - FLOAT32_SLACK:
                 break
             if depth == limit:
                 return None

@@ -253,9 +253,10 @@ def _search_index(conn: Connection, model: EmbeddingModel, query_vector: np.ndar
         ranked = _ranked(ids, vectors, query_vector)
         if len(found) < depth:  # the index holds no more of this namespace
             return ranked[:k]
-        # Every memory the index did not return is at most as similar as the last one it did: those
-        # strictly above that are sure (float32 distances against float64 cosines: FLOAT32_SLACK).
-        bound = 1.0 - found[-1][1]
+        # Every memory the index did not return is at most as similar as the furthest one it did
+        # (pgvector's relaxed order may not list that one last): those strictly above it are sure
+        # (float32 distances against float64 cosines: FLOAT32_SLACK).
+        bound = 1.0 - max(distance for _, distance in found)
         sure = [hit for hit in ranked if hit[1] > bound + FLOAT32_SLACK]
         if len(sure) >= k:
             return sure[:k]
