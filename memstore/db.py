@@ -238,9 +238,15 @@ class BackgroundCheckpoints:
 
 @contextmanager
 def read_transaction(engine: Engine) -> Iterator[Connection]:
-    """A consistent snapshot for reads."""
-    with engine.connect() as conn, conn.begin():
-        yield conn
+    """A consistent snapshot for reads: every statement sees the same committed state. SQLite's
+    transactions are snapshots already; PostgreSQL's default (READ COMMITTED) gives each statement
+    its own, so a recall's two rankings, or a cache reading live and archived rows in turn, could
+    see two states: there the transaction is REPEATABLE READ (a reader never waits or fails for it)."""
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():
+            yield conn
 
 
 def default_location() -> str:

@@ -229,3 +229,21 @@ def test_0006_on_postgresql_widens_the_reasons_and_a_downgrade_waits_for_forgott
     with engine.connect() as conn:
         assert current_revision(conn) == head_revision()
     engine.dispose()
+
+
+def test_a_read_transaction_on_postgresql_is_one_snapshot(pg_url):
+    # READ COMMITTED, PostgreSQL's default, would show the second statement a commit made between
+    # the two; recall's two rankings and the vector cache's two reads must see one state.
+    from memstore.db import read_transaction
+
+    with MemoryStore(pg_url) as store, MemoryStore(pg_url) as writer:
+        store.add("Before the snapshot.", id="before")
+        with read_transaction(store.engine) as conn:
+            first = conn.execute(text("SELECT count(*) FROM memories")).scalar_one()
+            writer.add("After the snapshot began.", id="after")
+            assert conn.execute(text("SELECT count(*) FROM memories")).scalar_one() == first == 1
+            assert conn.execute(text("SHOW transaction_isolation")).scalar_one() == "repeatable read"
+        with read_transaction(store.engine) as conn:
+            assert conn.execute(text("SELECT count(*) FROM memories")).scalar_one() == 2
+        with write_transaction(store.engine) as conn:  # writers keep the server's default
+            assert conn.execute(text("SHOW transaction_isolation")).scalar_one() == "read committed"

@@ -343,6 +343,27 @@ def test_the_nightly_semantic_phase_asks_the_index_for_the_new_memories_neighbou
             assert len({(p.a, p.b) for p in by_index} & {(p.a, p.b) for p in by_matrix}) >= 0.9 * len(by_matrix)
 
 
+
+def test_a_new_memory_with_more_neighbours_than_sqlite_vec_returns_gets_every_pair(sqlite_store):
+    # sqlite-vec returns at most 4,096 neighbours: past that the phase compares with the matrix.
+    from memstore.semantic.phases import _pairs_by_matrix, candidate_pairs
+    from memstore.vector_index import SQLITE_MAX_K
+
+    store = sqlite_store
+    count = SQLITE_MAX_K + 100
+    store.add_many([{"id": f"m{i:05d}", "text": f"fact number {i}", "namespace": "ns0", "timestamp": i} for i in range(count)])
+    store_handmade_vectors(store, {f"m{i:05d}": [1.0, 0.0, 0.0, 0.0] for i in range(count)})
+    with write_transaction(store.engine) as conn:
+        model = model_of(conn)
+        rows = conn.execute(text(
+            "SELECT m.id, m.seq, v.embedded_at, v.vector FROM memories m JOIN memory_vectors v ON v.memory_id = m.id ORDER BY m.id"
+        )).all()  # fmt: skip
+        mark = (max(row.seq for row in rows) - 1, 10**15, frozenset())  # the newest is new
+        by_index, compared = candidate_pairs(conn, model, "ns0", mark, 0.5)
+        by_matrix, _ = _pairs_by_matrix(rows, model, mark, 0.5)
+    assert len(by_matrix) == count - 1
+    assert [(p.a, p.b) for p in by_index] == [(p.a, p.b) for p in by_matrix]
+
 def test_the_migration_builds_the_index_on_a_filled_store_and_takes_it_down(store_url):
     from alembic import command
 
