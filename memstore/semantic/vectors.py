@@ -323,6 +323,11 @@ class NamespaceVectors:
         since = self.newest if self.matrix is not None else None
         if since is None:
             self.ids, self.position, self.matrix = [], {}, np.zeros((0, self.model.dim), dtype=np.float32)
+        # Read before the vectors: a batch committed in between (a writer outside this snapshot) is
+        # stamped above this and read next time, never skipped.
+        newest = conn.execute(
+            select(func.coalesce(func.max(memory_vectors.c.embedded_at), -1)).where(memory_vectors.c.model == self.model.name)
+        ).scalar_one()
         fresh: dict[str, bytes] = {}
         for table in (memories, memory_archive):
             query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector).join(
@@ -348,9 +353,7 @@ class NamespaceVectors:
                 self.ids.extend(memory_id for memory_id, _ in appended)
                 self.matrix = np.vstack([self.matrix, np.stack([vector for _, vector in appended])])
         self.version = version
-        self.newest = max(self.newest, conn.execute(
-            select(func.coalesce(func.max(memory_vectors.c.embedded_at), -1)).where(memory_vectors.c.model == self.model.name)
-        ).scalar_one())  # fmt: skip
+        self.newest = max(self.newest, newest)
 
     def cosines(self, ids: Sequence[str], query_vector: np.ndarray) -> dict[str, float]:
         """What `cosines` answers for `ids` of this namespace, from memory (as last refreshed)."""
