@@ -21,6 +21,7 @@ from .errors import IdConflictError, MemstoreError, ValidationError, memory_not_
 from .records import memory_state, new_id, now_ms, prepare_row
 from .runs import ARCHIVE_FIELDS, ArchivedEntry, archive_ids, archived_entries, insert_run, lock_jobs, superseded_chain
 from .schema import MEMORY_COLUMNS, memories, unexpired
+from .schema import consolidation_runs as runs
 from .schema import contradiction_flags as flags
 from .schema import memory_archive as archive
 from .schema import memory_merges as merges
@@ -209,13 +210,19 @@ def undo_update(conn: Connection, run_id: int, params: Mapping[str, Any] | None)
         where = f" ({gone.reason} in run {gone.run_id}); restore run {gone.run_id} first" if gone else ""
         raise MemstoreError(f"run {run_id} wrote {written!r}, which is no longer live{where}")
     # Later runs may lean on that version: memories archived into it, recall history merged onto it,
-    # a contradiction flagged on it. Taking it away would leave them pointing at nothing.
+    # a contradiction flagged on it. Taking it away would leave them pointing at nothing. A run
+    # restored already leans on nothing (what it left behind, such as the version it retired, is
+    # history that the chain of superseded_by still walks).
+    leaning_runs = union(
+        select(archive.c.run_id).where(archive.c.superseded_by == written, archive.c.run_id != run_id),
+        select(merges.c.run_id).where(merges.c.survivor_id == written, merges.c.run_id != run_id),
+        select(flags.c.run_id).where(or_(flags.c.older_id == written, flags.c.newer_id == written)),
+    ).subquery()
     leaning = conn.execute(
-        union(
-            select(archive.c.run_id).where(archive.c.superseded_by == written, archive.c.run_id != run_id),
-            select(merges.c.run_id).where(merges.c.survivor_id == written, merges.c.run_id != run_id),
-            select(flags.c.run_id).where(or_(flags.c.older_id == written, flags.c.newer_id == written)),
-        ).order_by("run_id")
+        select(leaning_runs.c.run_id)
+        .join(runs, runs.c.id == leaning_runs.c.run_id)
+        .where(runs.c.status != "restored")
+        .order_by(leaning_runs.c.run_id)
     ).scalars().all()
     if leaning:
         later = leaning[-1]

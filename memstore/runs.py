@@ -284,12 +284,27 @@ def merge_recall_history(conn: Connection, namespace: str, run_id: int, reason: 
     )
 
 
+def recall_carrier(conn: Connection, memory_id: str) -> str:
+    """The version that holds `memory_id`'s recall history now: the memory itself, or, when an
+    update replaced it, the version the update wrote (which took its counts), and so on."""
+    chain = superseded_chain(conn, memory_id)
+    carrier = memory_id
+    for row, successor in zip(chain, chain[1:]):
+        by_update = row["reason"] == "superseded" and conn.execute(select(runs.c.kind).where(runs.c.id == row["run_id"])).scalar() == "update"
+        if not by_update:
+            break
+        carrier = successor["id"]
+    return carrier
+
+
 def undo_merges(conn: Connection, run_id: int) -> None:
-    """Take back recall history the run moved onto survivors, keeping any recall made since."""
+    """Take back recall history the run moved onto survivors (from the version that carries it now),
+    keeping any recall made since."""
     params = [
-        {"b_id": m.survivor_id, "b_count": m.absorbed_recall_count, "b_before": m.last_recalled_at_before, "b_after": m.last_recalled_at_after}
+        {"b_id": recall_carrier(conn, m.survivor_id), "b_count": m.absorbed_recall_count,
+         "b_before": m.last_recalled_at_before, "b_after": m.last_recalled_at_after}
         for m in conn.execute(select(merges).where(merges.c.run_id == run_id).order_by(merges.c.survivor_id))
-    ]
+    ]  # fmt: skip
     if not params:
         return
     for table in (memories, archive):

@@ -122,6 +122,41 @@ def test_restore_of_an_update_waits_for_the_runs_that_moved_its_new_version(fact
     assert live_ids(facts) == ["city", "mode", "rate"]
 
 
+
+def test_runs_restored_newest_first_all_come_undone(store):
+    # Two updates of one memory, and an update followed by a consolidation that folds a copy into
+    # the new version: restored newest first, each run comes undone (what the newer run left
+    # behind once restored leans on nothing).
+    store.add("Fact one.", id="a", timestamp=1)
+    first = store.update("a", text="Fact two.", new_id="b")["run_id"]
+    second = store.update("b", text="Fact three.", new_id="c")["run_id"]
+    store.restore(second)
+    store.restore(first)
+    assert live_ids(store) == ["a"]
+    store.add("Fact four.", id="d", timestamp=1)
+    update = store.update("d", text="Fact five.", new_id="e")["run_id"]
+    store.add("fact five", id="copy", timestamp=2)
+    merged = store.consolidate(100, "default").run_id
+    assert ("copy", "duplicate", "e", merged) in archived(store)
+    store.restore(merged)
+    store.restore(update)
+    assert live_ids(store) == ["a", "copy", "d"]
+
+
+def test_undoing_a_merge_takes_its_recalls_from_the_version_that_carries_them(store):
+    # a's two recalls were merged onto b; an update then gave b's counts to c. Undoing the merge
+    # takes them from c, and undoing the update then gives b its own two back.
+    store.add_many([{"id": "a", "text": "Same fact.", "timestamp": 1}, {"id": "b", "text": "same fact", "timestamp": 2}])
+    for _ in range(2):
+        store.recall("same fact", k=5)
+    merged = store.consolidate(100, "default").run_id
+    assert store.get("b")["recall_count"] == 4
+    update = store.update("b", text="The same fact, updated.", new_id="c")["run_id"]
+    store.restore(merged)
+    assert (store.get("a")["recall_count"], store.get("c")["recall_count"]) == (2, 2)
+    store.restore(update)
+    assert (store.get("a")["recall_count"], store.get("b")["recall_count"]) == (2, 2)
+
 def test_updating_an_archived_memory_names_its_live_successor(facts):
     facts.update("mode", text="User prefers light mode.", new_id="mode2")
     facts.update("mode2", text="User prefers high-contrast mode.", new_id="mode3")
