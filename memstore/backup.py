@@ -37,7 +37,8 @@ def backup_sqlite(engine: Engine, destination: str | os.PathLike[str], *, force:
         raise MemstoreError(f"{target.parent} does not exist")
 
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
-    create_private_file(partial)
+    if not create_private_file(partial):  # never write into a file someone else made (or its mode)
+        raise MemstoreError(f"{partial} is in the way (left by another backup?); remove it and try again")
     if target.exists():
         shutil.copymode(target, partial)
     raw = engine.raw_connection()

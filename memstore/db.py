@@ -14,7 +14,7 @@ from sqlalchemy import Connection, Engine, Row, Select, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from .errors import StoreBusyError
+from .errors import MemstoreError, StoreBusyError
 from .files import create_private_file, make_private_dirs
 
 # Long enough for a consolidation run of a million rows to finish while an agent waits to write.
@@ -133,6 +133,10 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
 
 def make_engine(path_or_url: str | os.PathLike[str], busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Engine:
     url = make_url(database_url(path_or_url))
+    if url.get_backend_name() == "sqlite" and (url.query.get("uri") or str(url.database or "").startswith("file:")):
+        # A URI filename names its file in SQLite's own syntax: memstore could not make that file
+        # private before SQLite creates it, so it takes paths only.
+        raise MemstoreError(f"{url.database}: give the store as a path (or sqlite:///PATH), not a SQLite URI filename")
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         # A new store is private before SQLite writes a byte to it (its -wal and -shm files take
         # the store file's mode); an existing one keeps the mode its owner gave it.

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memstore import MemoryStore
+from memstore import MemoryStore, MemstoreError
 from memstore.cli import cli
 
 from .conftest import SEED_SAMPLE
@@ -89,6 +89,28 @@ def test_backups_are_private_and_a_forced_overwrite_keeps_the_old_files_mode(tmp
         assert mode(tmp_path / "copy.db") == 0o640
     assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
 
+
+
+def test_a_backup_never_writes_into_a_partial_file_someone_else_made(tmp_path):
+    # In a shared directory another user could plant the partial file, world-readable, before
+    # the backup opens it: the backup refuses, and nothing is copied into it.
+    db = tmp_path / "store.db"
+    with MemoryStore(db) as store:
+        store.add_many(SEED_SAMPLE)
+        planted = tmp_path / f".copy.db.partial-{os.getpid()}"
+        planted.touch(mode=0o666)
+        os.chmod(planted, 0o666)
+        with pytest.raises(MemstoreError, match="is in the way"):
+            store.backup(tmp_path / "copy.db")
+    assert planted.stat().st_size == 0 and not (tmp_path / "copy.db").exists()
+
+
+def test_a_sqlite_uri_filename_is_refused_rather_than_created_readable(tmp_path):
+    # SQLite would create the file a URI names itself, with the umask's mode, and memstore would
+    # make a private file at a path that is not the store: so only paths are taken.
+    result = CliRunner().invoke(cli, ["--db", f"sqlite:///file:{tmp_path}/uri.db?uri=true", "init"])
+    assert result.exit_code == 1 and result.output.count("\n") == 1 and "not a SQLite URI filename" in result.output
+    assert list(tmp_path.iterdir()) == [] and not Path("file:").exists()
 
 def test_exports_are_private_and_an_existing_file_keeps_its_mode(tmp_path):
     db = tmp_path / "store.db"
