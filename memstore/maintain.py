@@ -30,6 +30,7 @@ from .recall_checks import run_checks
 from .records import now_ms
 from .semantic.phases import contradict_in_transaction, semantic_in_transaction
 from .semantic.vectors import model_of
+from .validate import check_capacity, check_days, check_fraction
 
 PHASES = ("check", "expire", "dedup", "semantic", "contradict", "stale", "evict", "verify")
 # What each phase needs to have succeeded first (if it was asked for).
@@ -100,6 +101,15 @@ class Options:
     stale_threshold: float
     min_age_days: int
     check_mode: str | None = None  # how recall checks rank (None: as recall does by default)
+
+    def __post_init__(self) -> None:
+        # Checked before any phase runs: each phase commits on its own.
+        if self.capacity is not None:
+            check_capacity(self.capacity)
+        for name in ("duplicate_at", "related_at", "stale_threshold"):
+            if getattr(self, name) is not None:
+                check_fraction(getattr(self, name), name)
+        check_days(self.min_age_days, "min_age_days")
 
 
 def _job_result(result: PhaseResult, report) -> None:

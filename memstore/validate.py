@@ -89,7 +89,20 @@ def check_moment(value: Any, location: str, field: str = "as_of") -> int:
 def check_capacity(capacity: Any) -> int:
     if not is_int(capacity) or capacity < 0:
         raise ValidationError("capacity", None, f"must be a non-negative integer, got {_describe(capacity)}")
+    if capacity > INT64_MAX:
+        raise ValidationError("capacity", None, f"must be at most {INT64_MAX} (64 bits), got {_describe(capacity)}")
     return capacity
+
+
+def check_fraction(value: Any, location: str) -> float:
+    """A number from 0 to 1 (a threshold), not a bool, not NaN."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValidationError(location, None, f"must be a number from 0 to 1, got {_describe(value)}")
+    return value
+
+
+def check_days(value: Any, location: str) -> int:
+    return check_int(value, location, None, 0, INT64_MAX // 86_400_000)
 
 
 def check_rule_fields(record: Any, location: str) -> None:

@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from memstore import MemoryStore
+from memstore import MemoryStore, ValidationError
 from memstore.cli import cli
 from memstore.normalize import REMOVED_CHARACTERS, normalize_key
 
@@ -514,6 +514,8 @@ ADD_USAGE = [
     ("timestamp-float", ["x", "--timestamp", "1.5"]),
     ("timestamp-iso", ["x", "--timestamp", "2026-01-01"]),
     ("meta-not-json", ["x", "--meta", "{bad"]),
+    ("meta-huge-number", ["x", "--meta", '{"a": ' + "1" * 5000 + "}"]),
+    ("meta-too-deep", ["x", "--meta", '{"a":' * 3000 + "1" + "}" * 3000]),
 ]
 
 
@@ -1011,3 +1013,38 @@ def test_fuzz_importer_with_json_ish_records():
         check()
         # Whatever got in, the store is still whole and follows the rules.
         assert invoke(db_path, "check").exit_code == 0
+
+
+OUT_OF_RANGE = [
+    ("restore-run", ["restore", "--run", "99999999999999999999"]),
+    ("consolidate-capacity", ["consolidate", "--capacity", "99999999999999999999"]),
+    ("list-limit", ["list", "--limit", "99999999999999999999"]),
+    ("prune-nan", ["prune", "--stale-threshold", "nan", "--min-age-days", "0"]),
+    ("maintain-nan", ["maintain", "--stale-threshold", "nan"]),
+    ("report-nan", ["report", "--near-threshold", "nan"]),
+]
+
+
+@pytest.mark.parametrize("args", [c[1] for c in OUT_OF_RANGE], ids=[c[0] for c in OUT_OF_RANGE])
+def test_numbers_no_database_can_hold_and_nan_thresholds_are_usage_errors(args, db):
+    # Past 64 bits a query cannot even bind the value; NaN passes every range check by comparing false.
+    before = snapshot(db)
+    result = invoke(db, *args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1].startswith("Error: Invalid value for ")
+    assert snapshot(db) == before
+
+
+def test_the_api_refuses_nan_thresholds_and_capacities_past_64_bits_before_writing(db):
+    with MemoryStore(db) as store:
+        runs = store.runs()
+        for call in (
+            lambda: store.prune(None, stale_threshold=float("nan")),
+            lambda: store.consolidate(2**63),
+            lambda: store.maintain(stale_threshold=float("nan")),
+            lambda: store.maintain(["check", "expire", "dedup"], related_at=float("nan")),
+            lambda: store.maintain(min_age_days=-1),
+        ):
+            with pytest.raises(ValidationError):
+                call()
+        assert store.runs() == runs

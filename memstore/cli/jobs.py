@@ -7,14 +7,14 @@ import click
 from ..defaults import CHECK_K, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, STALE_THRESHOLD
 from .app import cli, open_store
 from .options import (
-    CHECKS_MODE_HELP, checks_options, chosen_namespace, json_option, list_kept_option, mode_option, namespace_options, parse_now,
-    read_checks_file,
+    CHECKS_MODE_HELP, Fraction, checks_options, chosen_namespace, int64, json_option, list_kept_option, mode_option, namespace_options,
+    parse_now, read_checks_file,
 )  # fmt: skip
 from .render import checks_document, print_checks, print_inventory, print_json, print_maintain, print_run
 
 
 @cli.command()
-@click.option("--capacity", "-c", type=click.IntRange(min=0), required=True, help="Unpinned memories to keep per namespace.")
+@click.option("--capacity", "-c", type=int64(0), required=True, help="Unpinned memories to keep per namespace.")
 @namespace_options
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
 @click.option("--full", is_flag=True, help="Deduplicate every key, not only those written since the last run.")
@@ -48,8 +48,8 @@ def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks,
 
 @cli.command()
 @namespace_options
-@click.option("--stale-threshold", type=click.FloatRange(0, 1), default=STALE_THRESHOLD, show_default=True)
-@click.option("--min-age-days", type=click.IntRange(min=0), default=MIN_AGE_DAYS, show_default=True)
+@click.option("--stale-threshold", type=Fraction(0, 1), default=STALE_THRESHOLD, show_default=True)
+@click.option("--min-age-days", type=int64(0), default=MIN_AGE_DAYS, show_default=True)
 @click.option("--now", default=None, metavar="DATE", help="Reference date (ISO) for staleness; default: now.")
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
 @checks_options
@@ -82,12 +82,12 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
 @cli.command()
 @click.option("--phases", default=None, metavar="A,B", help="Only these phases (of check, expire, dedup, semantic, contradict, stale, evict, verify).")
 @namespace_options
-@click.option("--capacity", "-c", type=click.IntRange(min=0), default=None, help="Unpinned memories to keep per namespace (evict; skipped without it).")
+@click.option("--capacity", "-c", type=int64(0), default=None, help="Unpinned memories to keep per namespace (evict; skipped without it).")
 @click.option("--dry-run", is_flag=True, help="Show what every phase would do; write nothing.")
-@click.option("--duplicate-at", type=click.FloatRange(0, 1), default=None, help="Cosine at which a pair may be one fact (default: the classifier's, see docs/semantic.md).")
-@click.option("--related-at", type=click.FloatRange(0, 1), default=None, help="Cosine below which pairs are not compared (default: the classifier's).")
-@click.option("--stale-threshold", type=click.FloatRange(0, 1), default=STALE_THRESHOLD, show_default=True)
-@click.option("--min-age-days", type=click.IntRange(min=0), default=MIN_AGE_DAYS, show_default=True)
+@click.option("--duplicate-at", type=Fraction(0, 1), default=None, help="Cosine at which a pair may be one fact (default: the classifier's, see docs/semantic.md).")
+@click.option("--related-at", type=Fraction(0, 1), default=None, help="Cosine below which pairs are not compared (default: the classifier's).")
+@click.option("--stale-threshold", type=Fraction(0, 1), default=STALE_THRESHOLD, show_default=True)
+@click.option("--min-age-days", type=int64(0), default=MIN_AGE_DAYS, show_default=True)
 @checks_options
 @json_option
 @click.pass_context
@@ -120,7 +120,7 @@ def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicat
 @cli.command()
 @namespace_options
 @click.option("--now", default=None, metavar="DATE", help="Reference date (ISO) for ages and staleness; default: now.")
-@click.option("--near-threshold", type=click.FloatRange(0.5, 1.0), default=NEAR_DUPLICATE_THRESHOLD, show_default=True, help="Jaccard similarity for near-duplicates.")
+@click.option("--near-threshold", type=Fraction(0.5, 1.0), default=NEAR_DUPLICATE_THRESHOLD, show_default=True, help="Jaccard similarity for near-duplicates.")
 @json_option
 @click.pass_context
 def report(ctx, namespace, all_namespaces, now, near_threshold, as_json) -> None:
@@ -140,7 +140,7 @@ def report(ctx, namespace, all_namespaces, now, near_threshold, as_json) -> None
 
 @cli.command()
 @click.argument("checks", type=click.File("rb"))
-@click.option("-k", "k", type=click.IntRange(min=1), default=CHECK_K, show_default=True, help="Recall depth.")
+@click.option("-k", "k", type=int64(1), default=CHECK_K, show_default=True, help="Recall depth.")
 @mode_option(CHECKS_MODE_HELP)
 @json_option
 @click.pass_context

@@ -8,13 +8,13 @@ import click
 
 from ..defaults import DEFAULT_NAMESPACE, RECALL_K
 from .app import cli, open_store
-from .options import as_of_option, chosen_namespace, json_option, mode_option, namespace_options
+from .options import as_of_option, chosen_namespace, int64, json_option, mode_option, namespace_options
 from .render import print_flags, print_json, print_recalled
 
 
 @cli.command()
 @click.argument("query")
-@click.option("-k", "k", type=click.IntRange(min=1), default=RECALL_K, show_default=True, help="How many memories.")
+@click.option("-k", "k", type=int64(1), default=RECALL_K, show_default=True, help="How many memories.")
 @click.option("--namespace", "-n", default=DEFAULT_NAMESPACE, show_default=True)
 @click.option("--no-touch", is_flag=True, help="Do not count this as a recall.")
 @mode_option("Full-text, vectors, or both fused (default: hybrid when the store has vectors, else lexical).")
@@ -142,7 +142,7 @@ def flags(ctx, namespace, all_namespaces, as_json) -> None:
 
 
 @flags.command("dismiss")
-@click.argument("flag_id", metavar="N", type=int)
+@click.argument("flag_id", metavar="N", type=int64())
 @click.pass_context
 def flags_dismiss(ctx, flag_id) -> None:
     """Dismiss flag N: the pair does not contradict itself; it is not flagged again.

@@ -4,6 +4,7 @@ same everywhere; and the parsing of option values."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +12,7 @@ import click
 
 from ..defaults import CHECK_K, DEFAULT_NAMESPACE, RECALL_MODES
 from ..io import iso_to_ms, parse_moment, read_checks
-from ..validate import parse_ttl
+from ..validate import INT64_MAX, INT64_MIN, parse_ttl
 
 
 def mode_option(help: str) -> Callable[[Callable], Callable]:
@@ -23,7 +24,7 @@ CHECKS_MODE_HELP = "How recall checks rank (default: as recall does, hybrid when
 
 def checks_options(fn: Callable) -> Callable:
     fn = mode_option(CHECKS_MODE_HELP)(fn)
-    fn = click.option("-k", "k", type=click.IntRange(min=1), default=CHECK_K, show_default=True, help="Recall depth for --checks.")(fn)
+    fn = click.option("-k", "k", type=int64(1), default=CHECK_K, show_default=True, help="Recall depth for --checks.")(fn)
     return click.option(
         "--checks", type=click.File("rb"), default=None,
         help="Recall checks (JSON list of {query, expect_id}); apply only if all pass.",
@@ -83,6 +84,25 @@ def parse_meta(meta: str | None) -> Any:
         return None if meta is None else json.loads(meta)
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--meta") from None
+    except (ValueError, RecursionError) as exc:  # a number of over 4,300 digits, nesting too deep
+        raise click.BadParameter(f"not JSON memstore can read: {str(exc)[:80] or type(exc).__name__}", param_hint="--meta") from None
+
+
+def int64(min: int = INT64_MIN) -> click.IntRange:
+    """An integer option within the databases' 64-bit integers: beyond them a query cannot even
+    bind the value."""
+    return click.IntRange(min=min, max=INT64_MAX)
+
+
+class Fraction(click.FloatRange):
+    """A number from `min` to `max`, NaN refused (click's FloatRange lets it through: every
+    comparison with NaN is false)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return number
 
 
 def json_option(fn: Callable) -> Callable:

@@ -12,7 +12,7 @@ from ..files import replaced_privately
 from ..migrate import SCHEMA_HEAD
 from ..records import memory_state, now_ms
 from .app import cli, open_store
-from .options import as_of_option, chosen_namespace, json_option, lifetime_options, namespace_options, parse_meta
+from .options import as_of_option, chosen_namespace, int64, json_option, lifetime_options, namespace_options, parse_meta
 from .render import print_check, print_json, print_memories, print_row, print_runs
 
 
@@ -143,7 +143,7 @@ def export(ctx, archived, namespace, all_namespaces, output, with_vectors) -> No
 @cli.command("list")
 @namespace_options
 @click.option("--archived", is_flag=True, help="List the archive instead of the live set.")
-@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N rows.")
+@click.option("--limit", type=int64(0), default=None, help="At most N rows.")
 @as_of_option
 @json_option
 @click.pass_context
@@ -180,7 +180,7 @@ def show(ctx, memory_id, as_json) -> None:
 
 
 @cli.command()
-@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N runs.")
+@click.option("--limit", type=int64(0), default=None, help="At most N runs.")
 @json_option
 @click.pass_context
 def runs(ctx, limit, as_json) -> None:
@@ -195,7 +195,7 @@ def runs(ctx, limit, as_json) -> None:
 
 
 @cli.command()
-@click.option("--run", "run_id", type=int, required=True, help="The run to undo (see `memstore runs`).")
+@click.option("--run", "run_id", type=int64(), required=True, help="The run to undo (see `memstore runs`).")
 @json_option
 @click.pass_context
 def restore(ctx, run_id, as_json) -> None:
