@@ -178,6 +178,29 @@ def test_a_bad_call_is_a_tool_error_with_memstores_message_and_the_server_keeps_
     assert after["status"] == "created"
 
 
+
+def test_arguments_of_the_wrong_type_are_refused_not_coerced(tmp_path):
+    # The SDK's pydantic would otherwise read "false" as False and "5" as 5: a consolidation asked
+    # with dry_run="false" and capacity=True must not run for real with capacity 1.
+    async def scenario():
+        async with mcp_session(tmp_path / "agent.db", log=tmp_path / "server.log") as session:
+            for n in range(3):
+                await call(session, "remember", text=f"Fact number {n}.")
+            messages = [
+                await tool_error(session, "consolidate", capacity=True, dry_run="false"),
+                await tool_error(session, "consolidate", capacity="1", dry_run=False),
+                await tool_error(session, "remember", text="x", importance="5"),
+                await tool_error(session, "remember", text="x", importance=True),
+                await tool_error(session, "remember", text="x", pinned="yes"),
+                await tool_error(session, "recall", query="fact", k="5"),
+                await tool_error(session, "update", id="nope", importance=4.0),
+            ]
+            return messages, await call(session, "recall", query="fact number")
+
+    messages, hits = run_async(scenario)
+    assert all(message.startswith("Error executing tool") or "validation error" in message for message in messages), messages
+    assert len(hits) == 3  # nothing was consolidated away, nothing was stored
+
 def test_remember_takes_a_lifetime_after_which_recall_leaves_the_fact_out_and_show_says_expired(tmp_path):
     async def scenario():
         async with mcp_session(tmp_path / "agent.db", log=tmp_path / "server.log") as session:

@@ -164,8 +164,8 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
     @server.tool(annotations=ToolAnnotations(title="Remember a fact", destructive_hint=False))
     def remember(
         text: Annotated[str, Field(description="The fact, one self-contained sentence or two.")],
-        importance: Annotated[int, Field(description="1 (trivia) .. 5 (critical); decides what survives when the store is trimmed.")] = DEFAULT_IMPORTANCE,
-        pinned: Annotated[bool, Field(description="Never archive this memory when the store is trimmed.")] = False,
+        importance: Annotated[int, Field(strict=True, description="1 (trivia) .. 5 (critical); decides what survives when the store is trimmed.")] = DEFAULT_IMPORTANCE,
+        pinned: Annotated[bool, Field(strict=True, description="Never archive this memory when the store is trimmed.")] = False,
         fact_key: Annotated[str | None, Field(description="A stable name for the fact (e.g. 'user.timezone'); memories sharing it claim the same fact.")] = None,
         meta: Annotated[dict[str, Any] | None, Field(description="Any JSON object to keep with the memory (source, tags, ...).")] = None,
         id: Annotated[str | None, Field(description="Leave empty. Only to make a retried call safe: the same id with the same text stores nothing new.")] = None,
@@ -192,7 +192,7 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
     @server.tool(annotations=ToolAnnotations(title="Recall memories", destructive_hint=False))
     def recall(
         query: Annotated[str, Field(description="Words to search for, e.g. 'preferred editor theme'.")],
-        k: Annotated[int, Field(ge=1, le=RECALL_MAX_K, description="How many memories to return at most.")] = RECALL_K,
+        k: Annotated[int, Field(strict=True, ge=1, le=RECALL_MAX_K, description="How many memories to return at most.")] = RECALL_K,
     ) -> list[RecallHit]:
         """Search long-term memory for the memories that best match a query.
 
@@ -229,7 +229,7 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
     def update(
         id: Annotated[str, Field(description="The id of the memory to correct.")],
         text: Annotated[str | None, Field(description="The corrected text; leave empty to keep the text.")] = None,
-        importance: Annotated[int | None, Field(description="New importance 1..5; leave empty to keep it.")] = None,
+        importance: Annotated[int | None, Field(strict=True, description="New importance 1..5; leave empty to keep it.")] = None,
     ) -> Updated:
         """Correct a memory: its text, its importance, or both.
 
@@ -264,8 +264,8 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
 
     @server.tool(annotations=ToolAnnotations(title="Consolidate memory", destructive_hint=True, idempotent_hint=True))
     def consolidate(
-        capacity: Annotated[int, Field(description="How many unpinned memories to keep.")],
-        dry_run: Annotated[bool, Field(description="True (the default): only say what would happen.")] = True,
+        capacity: Annotated[int, Field(strict=True, description="How many unpinned memories to keep.")],
+        dry_run: Annotated[bool, Field(strict=True, description="True (the default): only say what would happen.")] = True,
     ) -> Consolidated:
         """Trim long-term memory: fold duplicates into their newest copy, then keep the `capacity`
         most important unpinned memories.
