@@ -9,7 +9,6 @@ count the memories it named (a forget of two: 2 and 0), not the namespace.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +17,7 @@ from sqlalchemy import Connection, and_, insert, or_, select, union, update
 
 from .db import rows_in
 from .errors import IdConflictError, MemstoreError, ValidationError, memory_not_found
-from .records import memory_state, new_id, now_ms, prepare_row
+from .records import memory_state, new_id, now_ms, prepare_row, same_json
 from .runs import ARCHIVE_FIELDS, ArchivedEntry, archive_ids, archived_entries, insert_run, lock_jobs, superseded_chain
 from .schema import MEMORY_COLUMNS, memories, unexpired
 from .schema import consolidation_runs as runs
@@ -167,9 +166,8 @@ def extend_lifetimes(conn: Connection, ends: Mapping[str, int | None], namespace
 
 
 def _same_value(stored: Any, given: Any) -> bool:
-    # JSON is compared as JSON: 1, 1.0 and true are equal to Python but not to a JSON reader.
     if isinstance(stored, (dict, list)) or isinstance(given, (dict, list)):
-        return json.dumps(stored, sort_keys=True) == json.dumps(given, sort_keys=True)
+        return same_json(stored, given)
     return stored == given and type(stored) is type(given)
 
 

@@ -184,12 +184,21 @@ def memory_state(row: Mapping[str, Any], now: int) -> str:
     return "expired" if row.get("expires_at") is not None and row["expires_at"] <= now else "live"
 
 
+def same_json(stored: Any, given: Any) -> bool:
+    """Equal as JSON: 1, 1.0 and true are equal to Python, not to a JSON reader."""
+    return json.dumps(stored, sort_keys=True) == json.dumps(given, sort_keys=True)
+
+
 def is_retry_of(prepared: PreparedRow, stored: Mapping[str, Any]) -> bool:
     """True when `stored` already holds what the caller asked for (an agent retrying a write)."""
-    return all(prepared.row[field] == stored[field] for field in prepared.given)
+    return all(
+        same_json(stored[field], prepared.row[field]) if field == "meta" else prepared.row[field] == stored[field]
+        for field in prepared.given
+    )
 
 
 __all__ = [
     "IMPORTANCE_MAX", "IMPORTANCE_MIN",
     "PreparedRow", "is_retry_of", "lifetime_change", "lifetime_end", "memory_state", "new_id", "now_ms", "one_memory", "prepare_row",
+    "same_json",
 ]  # fmt: skip

@@ -264,3 +264,12 @@ def test_batches_past_one_lookup_chunk_find_taken_ids_in_every_chunk(store):
         store.add_many(changed[::-1])
     assert store.count() == 1000 and store.add_many([{"id": "fresh", "text": "new"}]).added == 1
     assert max(row["seq"] for row in store.list()) == 1201
+
+
+def test_a_retry_compares_meta_as_json_so_true_is_not_1(store):
+    # Python's == calls 1, 1.0 and true equal; a JSON reader (and the agent that wrote them) does not.
+    store.add("x", id="m", meta={"v": 1})
+    assert store.add("x", id="m", meta={"v": 1})["id"] == "m"  # the same record again: a retry
+    for other in ({"v": True}, {"v": 1.0}):
+        with pytest.raises(IdConflictError):
+            store.add("x", id="m", meta=other)

@@ -56,7 +56,7 @@ except ImportError as exc:
     ) from exc
 
 from ..errors import NotFoundError, ValidationError
-from ..records import memory_state, now_ms
+from ..records import memory_state, now_ms, same_json
 from ..store import MemoryStore
 from ..validate import check_string
 from .filters import matches_filter
@@ -422,7 +422,7 @@ class MemstoreStore(BaseStore):
         text, meta = memory_text(value), {"value": value, **({} if ttl is None else {"ttl_minutes": ttl})}
         ends_at = None if ttl is None else now_ms() + _lifetime_ms(ttl)
         # The same value with the same kind of life (a lasting one stays lasting, whatever wrote it).
-        unchanged = row is not None and canonical_json(_value_of(row)) == canonical_json(value) and (
+        unchanged = row is not None and same_json(_value_of(row), value) and (
             _ttl_minutes(row) == ttl and (row["expires_at"] is None) == (ttl is None)
         )
         if unchanged:
