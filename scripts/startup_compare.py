@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`memstore add` start-up, this checkout against earlier commits, measured side by side.
+"""`memstore add` start-up of commits, measured side by side.
 
     .venv/bin/python scripts/startup_compare.py REV [REV ...] [--runs 25] [--size 10000]
 
@@ -8,10 +8,11 @@ scripts/bench.py measures one ratio per run: `memstore --db STORE add TEXT` over
 one run to the next, more than any change to the start-up path, so two bench runs made at
 different times cannot say whether a commit made the command slower. This script measures the
 same command for each tree in one run, interleaved (one `add` per tree, then the baseline, and
-again), so every tree sees the same machine:
+again; the trees' order turns by one each round), so every tree sees the same machine:
 
-* each REV is checked out into a temporary git worktree (removed afterwards); the current
-  checkout is measured as it is, uncommitted edits included;
+* HEAD and each REV are checked out into temporary git worktrees side by side (removed
+  afterwards): a tree measured where it lies (this checkout, its compiled files, its disk) was
+  measured 0.05 faster than the same commit checked out beside the others;
 * each tree gets its own store of `--size` generated memories (scripts/bench_report.py's
   generator), written by that tree's own code so its schema is the one the tree expects, then
   checkpointed;
@@ -19,7 +20,9 @@ again), so every tree sees the same machine:
   tree (so the tree's package, not the installed one, is imported);
 * it prints, for each tree, the median wall time and the median CPU time (user + system, of the
   child process: less disturbed by other load than wall time) of `add`, and both as ratios over the
-  baseline's medians.
+  baseline's medians; and, from `python -X importtime -c "import memstore.cli"` run in the same
+  rounds, the median time spent importing memstore's own modules and SQLAlchemy's (each module's
+  own time, summed) and how many of memstore's modules the command line loads.
 """
 
 from __future__ import annotations
@@ -70,9 +73,25 @@ def timed(command: list[str], tree: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def import_times(tree: Path) -> dict[str, float]:
+    """Milliseconds spent importing memstore's modules and SQLAlchemy's for the command line (each
+    module's own time, summed), and how many of memstore's modules it loads."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import memstore.cli"], cwd=tree, env=tree_env(tree),
+                          check=True, capture_output=True, text=True)  # fmt: skip
+    spent = {"memstore": 0.0, "sqlalchemy": 0.0, "memstore modules": 0}
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and "self [us]" not in line:
+            own, _, name = line.removeprefix("import time:").split("|")
+            package = name.strip().split(".")[0]
+            if package in ("memstore", "sqlalchemy"):
+                spent[package] += int(own) / 1000
+                spent["memstore modules"] += package == "memstore"
+    return spent
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("revs", nargs="+", help="commits to compare this checkout against")
+    parser.add_argument("revs", nargs="+", help="commits to compare HEAD with")
     parser.add_argument("--runs", type=int, default=25, help="`add` runs per tree (default 25)")
     parser.add_argument("--size", type=int, default=10_000, help="memories in each store (default 10,000)")
     parser.add_argument("--seed", type=int, default=1)
@@ -82,9 +101,9 @@ def main() -> int:
         work = Path(scratch)
         records = work / "records.json"
         records.write_text(json.dumps(generate_records(args.size, args.seed)[0]))
-        trees = {"this checkout": REPO}
+        trees: dict[str, Path] = {}
         try:
-            for n, rev in enumerate(args.revs):
+            for n, rev in enumerate(dict.fromkeys(["HEAD", *args.revs])):
                 trees[rev] = checkout(rev, work / f"tree{n}")
             stores = {}
             for n, (label, tree) in enumerate(trees.items()):
@@ -92,26 +111,33 @@ def main() -> int:
                 subprocess.run([sys.executable, "-c", WRITE_STORE, str(stores[label]), str(records)], cwd=tree, env=tree_env(tree), check=True)
                 checkpoint(stores[label])
             times: dict[str, list[tuple[float, float]]] = {label: [] for label in trees}
+            imports: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
             baseline: list[tuple[float, float]] = []
+            labels = list(trees)
             for run in range(args.runs):
-                for label, tree in trees.items():
+                for label in labels[run % len(labels):] + labels[: run % len(labels)]:
+                    tree = trees[label]
                     add = [sys.executable, str(MEMSTORE_BIN), "--db", str(stores[label]), "add", f"User prefers dark mode, take {run}."]
                     times[label].append(timed(add, tree))
+                    imports[label].append(import_times(tree))
                 baseline.append(timed(BASELINE, work))
         finally:
-            for tree in list(trees.values())[1:]:
+            for tree in trees.values():
                 subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
 
     base_wall = statistics.median(wall for wall, _ in baseline)
     base_cpu = statistics.median(cpu for _, cpu in baseline)
     print(f"`memstore add` on a {args.size:,}-memory store, {args.runs} runs per tree, interleaved")
     print(f"baseline `import sqlalchemy, click`: wall {base_wall * 1000:.0f} ms, CPU {base_cpu * 1000:.0f} ms")
-    print("| tree | wall ms | wall / baseline | CPU ms | CPU / baseline |")
-    print("|---|---|---|---|---|")
+    print("| tree | wall ms | wall / baseline | CPU ms | CPU / baseline | importing memstore ms (modules) | importing SQLAlchemy ms |")
+    print("|---|---|---|---|---|---|---|")
     for label, samples in times.items():
         wall = statistics.median(w for w, _ in samples)
         cpu = statistics.median(c for _, c in samples)
-        print(f"| {label} | {wall * 1000:.0f} | {wall / base_wall:.2f} | {cpu * 1000:.0f} | {cpu / base_cpu:.2f} |")
+        own, sqlalchemy = (statistics.median(each[key] for each in imports[label]) for key in ("memstore", "sqlalchemy"))
+        modules = imports[label][-1]["memstore modules"]
+        print(f"| {label} | {wall * 1000:.0f} | {wall / base_wall:.2f} | {cpu * 1000:.0f} | {cpu / base_cpu:.2f} "
+              f"| {own:.1f} ({modules:.0f}) | {sqlalchemy:.1f} |")  # fmt: skip
     return 0
 
 
