@@ -45,14 +45,12 @@ def touched(conn: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]
 class Recall:
     """Recall over one store's engine; `query_vector(text)` embeds a query with the store's model."""
 
-    def __init__(self, engine: Engine, query_vector: Callable[[str], Any], *, keeps_vectors: bool = True) -> None:
+    def __init__(self, engine: Engine, query_vector: Callable[[str], Any]) -> None:
         self.engine = engine
         self.query_vector = query_vector
         # The namespaces searched by this object, and the vectors of those searched more than once,
         # in memory (refreshed with what was embedded since): the first search of a namespace
-        # runs in the database, later ones from memory. Not for searches inside another's
-        # transaction (`keeps_vectors` False), which may roll back vectors it wrote.
-        self.keeps_vectors = keeps_vectors
+        # runs in the database, later ones from memory.
         self.searched: set[tuple[str, str]] = set()
         self.in_memory: dict[tuple[str, str], NamespaceVectors] = {}
         self.lock = threading.Lock()
@@ -123,8 +121,8 @@ class Recall:
                 mode = None if has_vectors(conn) else "lexical"
         chosen, vectors = self._embedded(queries, mode)
         # The checks rank inside the job's transaction, which may embed and then roll back (a dry
-        # run): their searches go to the database, never through this object's vectors in memory.
-        return CheckRanking(Recall(self.engine, self.query_vector, keeps_vectors=False), chosen, vectors)
+        # run): what they hold in memory belongs to a Recall of their own, gone with the job.
+        return CheckRanking(Recall(self.engine, self.query_vector), chosen, vectors)
 
     def semantic_search(self, query: str, k: int, namespace: str) -> list[tuple[str, float]]:
         """The k live memories of `namespace` nearest to `query` by meaning: (id, cosine), best first."""
@@ -136,8 +134,6 @@ class Recall:
         """Vector search in the caller's transaction: in the database the first time this object
         searches `namespace`, from that namespace's vectors in memory afterwards (same answers)."""
         model = require_model(conn)
-        if not self.keeps_vectors:
-            return search(conn, model, query_vector, namespace, k)
         key = (model.name, namespace)
         with self.lock:
             held = self.in_memory.get(key)

@@ -40,7 +40,8 @@ def print_row(row: dict[str, Any]) -> None:
     row = dict(row, pinned="yes" if row["pinned"] else "no")
     for field in ("timestamp", "created_at", "updated_at", "last_recalled_at", "expires_at", "stored_at", "archived_at"):
         if row.get(field) is not None:
-            row[field] = f"{row[field]} ({iso(row[field])} UTC)" if iso(row[field]) else str(row[field])
+            when = iso(row[field])
+            row[field] = f"{row[field]} ({when} UTC)" if when else str(row[field])
     width = max(len(k) for k in row)
     for key, value in row.items():
         click.echo(f"{key.ljust(width)}  {'' if value is None else value}")

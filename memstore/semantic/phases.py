@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, or_, select, update
+from sqlalchemy import Connection, insert, or_, select, update
 
 from .. import vector_index
 from ..db import rows_in
@@ -26,7 +26,7 @@ from ..schema import contradiction_flags, memories, memory_vectors, unexpired
 from ..schema import consolidation_runs as runs
 from .pairs import DUPLICATE_AT, RELATED_AT, classify
 from .embed import from_blobs
-from .vectors import FLOAT32_SLACK, EmbeddingModel, live_vectors, require_model
+from .vectors import FLOAT32_SLACK, EmbeddingModel, live_vectors, newest_embedding, require_model
 
 # Rows of new vectors compared with the whole namespace per matrix product (bounds memory).
 BLOCK = 256
@@ -83,12 +83,6 @@ def _marks(conn: Connection, kind: str, namespace: str, before_run: int) -> tupl
     if not params or "seq_through" not in params:
         return None
     return params["seq_through"], params["vectors_through"], frozenset(params.get("deferred", ()))
-
-
-def _vectors_through(conn: Connection, model: EmbeddingModel) -> int:
-    return conn.execute(
-        select(func.coalesce(func.max(memory_vectors.c.embedded_at), 0)).where(memory_vectors.c.model == model.name)
-    ).scalar_one()
 
 
 def candidate_pairs(
@@ -220,7 +214,7 @@ def _begin(
     lock_jobs(conn, namespace)
     model = require_model(conn)
     params = {"model": model.name, "duplicate_at": duplicate_at, "related_at": related_at,
-              "seq_through": max_seq(conn), "vectors_through": _vectors_through(conn, model)}  # fmt: skip
+              "seq_through": max_seq(conn), "vectors_through": newest_embedding(conn, model) or 0}  # fmt: skip
     report = SemanticReport(kind, None, namespace, None, dry_run, params=params, started_at=now)
     counts = live_counts(conn, namespace, incremental=False)
     return report, start_run(conn, report, counts, stage1=False), counts, model

@@ -83,6 +83,11 @@ def _bump(conn: Connection, key: str) -> None:
         conn.execute(insert(memstore_settings).values(key=key, value="1"))
 
 
+def newest_embedding(conn: Connection, model: EmbeddingModel) -> int | None:
+    """The largest embedded_at among the vectors of `model`; None when it has none."""
+    return conn.execute(select(func.max(memory_vectors.c.embedded_at)).where(memory_vectors.c.model == model.name)).scalar_one()
+
+
 def set_model(conn: Connection, model: EmbeddingModel) -> str | None:
     """Record `model` as the store's and rebuild the vector index for it; returns a notice when
     search cannot run in the database here (see `search_notice`)."""
@@ -170,9 +175,7 @@ def store_vectors(conn: Connection, model: EmbeddingModel, ids: Sequence[str], b
     grows. A reader that remembers the newest embedded_at it saw then misses nothing.
     """
     _bump(conn, VERSION_SETTING)
-    newest = conn.execute(
-        select(func.max(memory_vectors.c.embedded_at)).where(memory_vectors.c.model == model.name)
-    ).scalar_one()
+    newest = newest_embedding(conn, model)
     stamp = now if newest is None else max(now, newest + 1)
     conn.execute(delete(memory_vectors).where(memory_vectors.c.memory_id.in_(list(ids))))
     conn.execute(
@@ -325,9 +328,7 @@ class NamespaceVectors:
             self.ids, self.position, self.matrix = [], {}, np.zeros((0, self.model.dim), dtype=np.float32)
         # Read before the vectors: a batch committed in between (a writer outside this snapshot) is
         # stamped above this and read next time, never skipped.
-        newest = conn.execute(
-            select(func.coalesce(func.max(memory_vectors.c.embedded_at), -1)).where(memory_vectors.c.model == self.model.name)
-        ).scalar_one()
+        newest = newest_embedding(conn, self.model)
         fresh: dict[str, bytes] = {}
         for table in (memories, memory_archive):
             query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector).join(
@@ -353,7 +354,7 @@ class NamespaceVectors:
                 self.ids.extend(memory_id for memory_id, _ in appended)
                 self.matrix = np.vstack([self.matrix, np.stack([vector for _, vector in appended])])
         self.version = version
-        self.newest = max(self.newest, newest)
+        self.newest = max(self.newest, -1 if newest is None else newest)
 
     def cosines(self, ids: Sequence[str], query_vector: np.ndarray) -> dict[str, float]:
         """What `cosines` answers for `ids` of this namespace, from memory (as last refreshed)."""
