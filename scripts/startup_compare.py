@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`memstore add` start-up of commits, measured side by side.
 
-    .venv/bin/python scripts/startup_compare.py REV [REV ...] [--runs 25] [--size 10000]
+    .venv/bin/python scripts/startup_compare.py REV [REV ...] [--runs 25] [--size 10000] [--instructions]
 
 scripts/bench.py measures one ratio per run: `memstore --db STORE add TEXT` over
 `python -c "import sqlalchemy, click"`. On a shared 2-core machine that ratio moves by 0.1 from
@@ -16,13 +16,23 @@ again; the trees' order turns by one each round), so every tree sees the same ma
 * each tree gets its own store of `--size` generated memories (scripts/bench_report.py's
   generator), written by that tree's own code so its schema is the one the tree expects, then
   checkpointed;
+* each tree's package is compiled to bytecode first (`compileall`), as `pip install` does: with
+  PYTHONDONTWRITEBYTECODE set (it is, on the machines this project is built on) an uncompiled
+  checkout compiles every module it imports on every run, and a tree split into more modules then
+  measures its compiler, not its start-up;
 * every command runs this interpreter on the same entry-point script, with PYTHONPATH set to the
   tree (so the tree's package, not the installed one, is imported);
 * it prints, for each tree, the median wall time and the median CPU time (user + system, of the
   child process: less disturbed by other load than wall time) of `add`, and both as ratios over the
   baseline's medians; and, from `python -X importtime -c "import memstore.cli"` run in the same
   rounds, the median time spent importing memstore's own modules and SQLAlchemy's (each module's
-  own time, summed) and how many of memstore's modules the command line loads.
+  own time, summed) and how many of memstore's modules the command line loads; then, for each
+  REV, the median of HEAD's CPU time less REV's over the rounds (each round's two runs made
+  moments apart);
+* with `--instructions`, the instructions each tree's `add` (and the baseline) executes, counted
+  by Valgrind's cachegrind (which must be installed), hash seed fixed: the same count on every
+  run, however busy the machine, so a difference of a fraction of a percent is seen. Wall time
+  follows instructions closely for a start-up like this one, which waits on nothing.
 """
 
 from __future__ import annotations
@@ -56,6 +66,7 @@ def checkout(rev: str, into: Path) -> Path:
     package_migrations = into / "memstore" / "migrations"
     if not package_migrations.exists() and (into / "migrations").is_dir():
         package_migrations.symlink_to(into / "migrations", target_is_directory=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(into / "memstore")], check=True)
     return into
 
 
@@ -89,12 +100,23 @@ def import_times(tree: Path) -> dict[str, float]:
     return spent
 
 
+def instructions(command: list[str], tree: Path) -> int:
+    """Instructions one run of `command` executes, counted by cachegrind (hash seed fixed)."""
+    counted = subprocess.run(
+        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", *command],
+        cwd=tree, env=dict(tree_env(tree), PYTHONHASHSEED="0"), check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    refs = next(line for line in counted.stderr.splitlines() if "I   refs:" in line)
+    return int(refs.split(":")[1].replace(",", ""))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("revs", nargs="+", help="commits to compare HEAD with")
     parser.add_argument("--runs", type=int, default=25, help="`add` runs per tree (default 25)")
     parser.add_argument("--size", type=int, default=10_000, help="memories in each store (default 10,000)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--instructions", action="store_true", help="also count instructions with Valgrind")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="memstore-startup-") as scratch:
@@ -121,6 +143,11 @@ def main() -> int:
                     times[label].append(timed(add, tree))
                     imports[label].append(import_times(tree))
                 baseline.append(timed(BASELINE, work))
+            counts: dict[str, int] = {}
+            if args.instructions:
+                counts["baseline"] = instructions(BASELINE, work)
+                for label, tree in trees.items():
+                    counts[label] = instructions([sys.executable, str(MEMSTORE_BIN), "--db", str(stores[label]), "add", "Counted."], tree)
         finally:
             for tree in trees.values():
                 subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
@@ -138,6 +165,18 @@ def main() -> int:
         modules = imports[label][-1]["memstore modules"]
         print(f"| {label} | {wall * 1000:.0f} | {wall / base_wall:.2f} | {cpu * 1000:.0f} | {cpu / base_cpu:.2f} "
               f"| {own:.1f} ({modules:.0f}) | {sqlalchemy:.1f} |")  # fmt: skip
+    # Runs of one round are made moments apart, so their differences cancel most of the machine's
+    # drift: the median of those paired differences is the steadier comparison.
+    for label in labels[1:]:
+        paired = sorted(head[1] - other[1] for head, other in zip(times["HEAD"], times[label]))
+        quartiles = statistics.quantiles(paired, n=4)
+        print(f"HEAD - {label}, CPU ms paired by round: median {statistics.median(paired) * 1000:+.1f} "
+              f"(quartiles {quartiles[0] * 1000:+.1f} .. {quartiles[2] * 1000:+.1f})")  # fmt: skip
+    if counts:
+        print(f"instructions (cachegrind): baseline {counts['baseline'] / 1e6:,.1f} M")
+        for label in labels:
+            print(f"  {label}: {counts[label] / 1e6:,.1f} M, {counts[label] / counts['baseline']:.4f} x baseline, "
+                  f"{100 * (counts[label] / counts['HEAD'] - 1):+.2f} % against HEAD")  # fmt: skip
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -9,11 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from memstore import MemoryStore
 from memstore.cli import cli
+from memstore.cli.app import COMMANDS
 from memstore.migrate import SCHEMA_HEAD
 
 from .conftest import SEED_SAMPLE
@@ -199,9 +202,29 @@ def test_an_unopenable_database_is_one_line_exit_1(tmp_path):
     assert result.exit_code == 1 and result.output.startswith("Error: ") and result.output.count("\n") == 1
 
 
+def every_command() -> dict[str, click.Command]:
+    """The group's commands by name, each loaded from its module as a run of it loads it."""
+    ctx = click.Context(cli)
+    return {name: cli.get_command(ctx, name) for name in cli.list_commands(ctx)}
+
+
 def test_every_command_has_an_example_in_its_help():
-    for name, command in cli.commands.items():
+    commands = every_command()
+    assert len(commands) == len(COMMANDS) >= 20
+    for name, command in commands.items():
         assert "Example:" in (command.help or ""), name
+
+
+def test_the_command_map_names_every_command_its_modules_define():
+    """A command defined in a module but missing from COMMANDS would never run: every top-level
+    command of the modules COMMANDS points into is in it, under its own name."""
+    defined = {}
+    for module_name in {where.split(":")[0] for where in COMMANDS.values()}:
+        module = importlib.import_module(f"memstore.cli.{module_name}")
+        found = [value for value in vars(module).values() if isinstance(value, click.Command)]
+        inside_groups = {id(sub) for group in found if isinstance(group, click.Group) for sub in group.commands.values()}
+        defined |= {command.name: module_name for command in found if id(command) not in inside_groups}
+    assert defined == {name: where.split(":")[0] for name, where in COMMANDS.items()}
 
 
 def test_import_reports_progress_per_line(store, tmp_path):
@@ -243,6 +266,18 @@ def test_a_command_on_a_store_at_head_loads_only_what_it_uses(tmp_path, command)
         "assert result.exit_code == 0, result.output"
     )
     assert not _modules_after(code, tmp_path) & JOB_MODULES
+
+
+def test_a_command_loads_the_module_of_its_own_commands_only(tmp_path):
+    db = tmp_path / "store.db"
+    MemoryStore(db).close()
+    code = (
+        "from click.testing import CliRunner\nfrom memstore.cli import cli\n"
+        f"result = CliRunner().invoke(cli, ['--db', {str(db)!r}, 'add', 'x'], catch_exceptions=False)\n"
+        "assert result.exit_code == 0, result.output"
+    )
+    command_modules = {f"memstore.cli.{where.split(':')[0]}" for where in COMMANDS.values()}
+    assert _modules_after(code, tmp_path) & command_modules == {"memstore.cli.store_commands"}
 
 
 def test_recall_loads_full_text_search_but_not_alembic_or_the_job(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 from typing import Any
 
 import click
@@ -13,8 +14,37 @@ from ..errors import MemstoreError
 from ..store import MemoryStore
 
 
+# Each command and where it is defined (module of this package: attribute). A command's module is imported
+# when the command is run or listed, not before: an agent's per-turn `memstore add` loads neither the
+# job's, the corrections', the meaning nor the server's commands.
+COMMANDS = {
+    "add": "store_commands:add", "backup": "store_commands:backup", "check": "store_commands:check",
+    "export": "store_commands:export", "import": "store_commands:import_", "init": "store_commands:init",
+    "list": "store_commands:list_", "path": "store_commands:path", "restore": "store_commands:restore",
+    "runs": "store_commands:runs", "show": "store_commands:show",
+    "forget": "corrections:forget", "history": "corrections:history", "supersede": "corrections:supersede",
+    "update": "corrections:update",
+    "consolidate": "jobs:consolidate", "maintain": "jobs:maintain", "prune": "jobs:prune", "report": "jobs:report",
+    "verify": "jobs:verify",
+    "embeddings": "meaning:embeddings", "flags": "meaning:flags", "recall": "meaning:recall",
+    "mcp": "serve:mcp_",
+}  # fmt: skip
+
+
 class MemstoreGroup(click.Group):
-    """Turns every memstore error into one line on stderr and exit code 1: no tracebacks."""
+    """Loads each command from its module when asked for it (COMMANDS), and turns every
+    memstore error into one line on stderr and exit code 1: no tracebacks."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name].split(":")
+        command = getattr(import_module(f"{__package__}.{module}"), attribute)
+        assert isinstance(command, click.Command) and command.name == name, name
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -27,11 +57,6 @@ class MemstoreGroup(click.Group):
             raise click.ClickException(database_error(exc, (ctx.obj or {}).get("location", "the store"))) from None
         except OSError as exc:
             raise click.ClickException(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
-
-
-def open_store(ctx: click.Context, *, create: bool = False) -> MemoryStore:
-    """The store named by --db; only the commands that write new memories may create it."""
-    return ctx.find_root().obj["open"](create)
 
 
 @click.group(cls=MemstoreGroup)

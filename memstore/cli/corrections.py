@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import click
 
-from .app import cli, open_store
-from .options import json_option, lifetime_options, parse_meta
+from .options import json_option, lifetime_options, open_store, parse_meta
 from .render import print_history, print_json, print_row, print_undo
 
 
-@cli.command()
+@click.command()
 @click.argument("memory_ids", metavar="ID...", nargs=-1, required=True)
 @click.option("--reason", default=None, help="Why (kept with the run).")
 @json_option
@@ -31,7 +30,7 @@ def forget(ctx, memory_ids, reason, as_json) -> None:
     print_undo(ctx, report.run_id)
 
 
-@cli.command()
+@click.command()
 @click.argument("memory_id", metavar="ID")
 @click.option("--text", default=None, help="New text.")
 @click.option("--importance", "-i", type=int, default=None, help="New importance, 1 .. 5.")
@@ -65,7 +64,7 @@ def update(ctx, memory_id, text, importance, pinned, meta, timestamp, ttl, expir
     print_undo(ctx, row["run_id"])
 
 
-@cli.command()
+@click.command()
 @click.argument("old", metavar="OLD")
 @click.option("--by", "by", required=True, metavar="NEW", help="The memory that is current.")
 @json_option
@@ -87,7 +86,7 @@ def supersede(ctx, old, by, as_json) -> None:
     print_undo(ctx, report.run_id)
 
 
-@cli.command()
+@click.command()
 @click.argument("memory_id", metavar="ID")
 @json_option
 @click.pass_context

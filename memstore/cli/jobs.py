@@ -5,15 +5,14 @@ from __future__ import annotations
 import click
 
 from ..defaults import CHECK_K, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, STALE_THRESHOLD
-from .app import cli, open_store
 from .options import (
     CHECKS_MODE_HELP, Fraction, checks_options, chosen_namespace, int64, json_option, list_kept_option, mode_option, namespace_options,
-    parse_now, read_checks_file,
+    open_store, parse_now, read_checks_file,
 )  # fmt: skip
 from .render import checks_document, print_checks, print_inventory, print_json, print_maintain, print_run
 
 
-@cli.command()
+@click.command()
 @click.option("--capacity", "-c", type=int64(0), required=True, help="Unpinned memories to keep per namespace.")
 @namespace_options
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
@@ -46,7 +45,7 @@ def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks,
     print_run(ctx, report)
 
 
-@cli.command()
+@click.command()
 @namespace_options
 @click.option("--stale-threshold", type=Fraction(0, 1), default=STALE_THRESHOLD, show_default=True)
 @click.option("--min-age-days", type=int64(0), default=MIN_AGE_DAYS, show_default=True)
@@ -79,7 +78,7 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
     print_run(ctx, result)
 
 
-@cli.command()
+@click.command()
 @click.option("--phases", default=None, metavar="A,B", help="Only these phases (of check, expire, dedup, semantic, contradict, stale, evict, verify).")
 @namespace_options
 @click.option("--capacity", "-c", type=int64(0), default=None, help="Unpinned memories to keep per namespace (evict; skipped without it).")
@@ -117,7 +116,7 @@ def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicat
         ctx.exit(1)
 
 
-@cli.command()
+@click.command()
 @namespace_options
 @click.option("--now", default=None, metavar="DATE", help="Reference date (ISO) for ages and staleness; default: now.")
 @click.option("--near-threshold", type=Fraction(0.5, 1.0), default=NEAR_DUPLICATE_THRESHOLD, show_default=True, help="Jaccard similarity for near-duplicates.")
@@ -138,7 +137,7 @@ def report(ctx, namespace, all_namespaces, now, near_threshold, as_json) -> None
     print_json(result) if as_json else print_inventory(result)
 
 
-@cli.command()
+@click.command()
 @click.argument("checks", type=click.File("rb"))
 @click.option("-k", "k", type=int64(1), default=CHECK_K, show_default=True, help="Recall depth.")
 @mode_option(CHECKS_MODE_HELP)

@@ -7,12 +7,11 @@ import sys
 import click
 
 from ..defaults import DEFAULT_NAMESPACE, RECALL_K
-from .app import cli, open_store
-from .options import as_of_option, chosen_namespace, int64, json_option, mode_option, namespace_options
+from .options import as_of_option, chosen_namespace, int64, json_option, mode_option, namespace_options, open_store
 from .render import print_flags, print_json, print_recalled
 
 
-@cli.command()
+@click.command()
 @click.argument("query")
 @click.option("-k", "k", type=int64(1), default=RECALL_K, show_default=True, help="How many memories.")
 @click.option("--namespace", "-n", default=DEFAULT_NAMESPACE, show_default=True)
@@ -38,7 +37,7 @@ def recall(ctx, query, k, namespace, no_touch, mode, as_of, as_json) -> None:
     print_json(rows) if as_json else print_recalled(rows)
 
 
-@cli.group()
+@click.group()
 def embeddings() -> None:
     """Embeddings for recall by meaning (needs the semantic extra).
 
@@ -119,7 +118,7 @@ def embeddings_status(ctx, as_json) -> None:
             click.echo(f"notice: {status['notice']}")
 
 
-@cli.group(invoke_without_command=True)
+@click.group(invoke_without_command=True)
 @namespace_options
 @json_option
 @click.pass_context

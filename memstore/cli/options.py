@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..defaults import CHECK_K, DEFAULT_NAMESPACE, RECALL_MODES
 from ..io import iso_to_ms, parse_moment, read_checks
 from ..validate import INT64_MAX, INT64_MIN, parse_ttl
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
 
 
 def mode_option(help: str) -> Callable[[Callable], Callable]:
@@ -118,3 +121,8 @@ def chosen_namespace(namespace: str | None, all_namespaces: bool) -> str | None:
     if namespace is not None and all_namespaces:
         raise click.UsageError("give --namespace or --all-namespaces, not both")
     return None if all_namespaces else (namespace or DEFAULT_NAMESPACE)
+
+
+def open_store(ctx: click.Context, *, create: bool = False) -> MemoryStore:
+    """The store named by --db; only the commands that write new memories may create it."""
+    return ctx.find_root().obj["open"](create)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import click
 
 from ..defaults import DEFAULT_NAMESPACE
-from .app import cli
 
 
-@cli.command("mcp")
+@click.command("mcp")
 @click.option("--namespace", "-n", default=DEFAULT_NAMESPACE, show_default=True, help="The one namespace this server reads and writes.")
 @click.option("--http", "address", metavar="HOST:PORT", default=None, help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
 @click.option(

@@ -11,12 +11,11 @@ from ..defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
 from ..files import replaced_privately
 from ..migrate import SCHEMA_HEAD
 from ..records import memory_state, now_ms
-from .app import cli, open_store
-from .options import as_of_option, chosen_namespace, int64, json_option, lifetime_options, namespace_options, parse_meta
+from .options import as_of_option, chosen_namespace, int64, json_option, lifetime_options, namespace_options, open_store, parse_meta
 from .render import print_check, print_json, print_memories, print_row, print_runs
 
 
-@cli.command()
+@click.command()
 @click.pass_context
 def path(ctx: click.Context) -> None:
     """Print where the store lives.
@@ -31,7 +30,7 @@ def path(ctx: click.Context) -> None:
     click.echo(location if "://" in location else database_url(location).removeprefix("sqlite:///"))
 
 
-@cli.command()
+@click.command()
 @click.pass_context
 def init(ctx: click.Context) -> None:
     """Create the store or upgrade its schema.
@@ -44,7 +43,7 @@ def init(ctx: click.Context) -> None:
     click.echo(f"store ready at {store.url} (schema {SCHEMA_HEAD})")
 
 
-@cli.command()
+@click.command()
 @click.argument("text")
 @click.option("--id", "memory_id", default=None, help="Id (default: a generated one).")
 @click.option("--namespace", "-n", default=DEFAULT_NAMESPACE, show_default=True)
@@ -75,7 +74,7 @@ def add(ctx, text, memory_id, namespace, timestamp, importance, pinned, fact_key
     print_json(row) if as_json else click.echo(row["id"])
 
 
-@cli.command("import")
+@click.command("import")
 @click.argument("file", type=click.File("rb"))
 @click.option("--namespace", "-n", default=None, help="Namespace for records that name none.")
 @click.option("--skip-invalid", is_flag=True, help="Write the valid records; report the invalid ones on stderr.")
@@ -115,7 +114,7 @@ def import_(ctx, file, namespace, skip_invalid, as_json) -> None:
     click.echo(f"imported {result.added} memories ({result.unchanged} already stored){skipped}")
 
 
-@cli.command()
+@click.command()
 @click.option("--archived", is_flag=True, help="Export the archive instead of the live set.")
 @namespace_options
 @click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-", help="File (default: stdout); a new one is created 0600.")
@@ -140,7 +139,7 @@ def export(ctx, archived, namespace, all_namespaces, output, with_vectors) -> No
         store.export(file, namespace, archived=archived, with_vectors=with_vectors)
 
 
-@cli.command("list")
+@click.command("list")
 @namespace_options
 @click.option("--archived", is_flag=True, help="List the archive instead of the live set.")
 @click.option("--limit", type=int64(0), default=None, help="At most N rows.")
@@ -163,7 +162,7 @@ def list_(ctx, namespace, all_namespaces, archived, limit, as_of, as_json) -> No
     print_json(rows) if as_json else print_memories(rows, archived=archived)
 
 
-@cli.command()
+@click.command()
 @click.argument("memory_id", metavar="ID")
 @json_option
 @click.pass_context
@@ -179,7 +178,7 @@ def show(ctx, memory_id, as_json) -> None:
     print_json(row) if as_json else print_row(row)
 
 
-@cli.command()
+@click.command()
 @click.option("--limit", type=int64(0), default=None, help="At most N runs.")
 @json_option
 @click.pass_context
@@ -194,7 +193,7 @@ def runs(ctx, limit, as_json) -> None:
     print_json(rows) if as_json else print_runs(rows)
 
 
-@cli.command()
+@click.command()
 @click.option("--run", "run_id", type=int64(), required=True, help="The run to undo (see `memstore runs`).")
 @json_option
 @click.pass_context
@@ -213,7 +212,7 @@ def restore(ctx, run_id, as_json) -> None:
     click.echo(f"run {report.run_id} restored: {len(report.restored_ids)} memories back in the live set")
 
 
-@cli.command()
+@click.command()
 @click.argument("destination", type=click.Path(dir_okay=False))
 @click.option("--force", is_flag=True, help="Overwrite DESTINATION if it exists.")
 @json_option
@@ -237,7 +236,7 @@ def backup(ctx, destination, force, as_json) -> None:
     )
 
 
-@cli.command()
+@click.command()
 @click.option("--fix", is_flag=True, help="Recompute wrong norm_key values, rebuild the recall index and live counts, make the store's files 0600.")
 @json_option
 @click.pass_context
