@@ -14,15 +14,15 @@ from .errors import (
     ValidationError,
 )
 from .normalize import normalize_key
-from .reference import consolidate_memories
 from .store import MemoryStore
 from .writes import AddResult
 
-# Report classes of the job and of recall, loaded on first use: `import memstore` (and a per-turn
-# `memstore add`) does not pay for the job, recall and hygiene modules.
+# Report classes of the job and of recall, and the pure-Python reference of the rules, loaded on
+# first use: `import memstore` (and a per-turn `memstore add`) does not pay for the job, recall,
+# hygiene and reference modules.
 _LAZY = {
     "ConsolidationReport": "runs", "RestoreReport": "restore", "CheckResult": "recall_checks",
-    "LifecycleReport": "lifecycle",
+    "LifecycleReport": "lifecycle", "consolidate_memories": "reference",
 }  # fmt: skip
 
 

@@ -247,7 +247,8 @@ def _modules_after(code: str, cwd: Path) -> set[str]:
 # What a per-turn hook's command on a SQLite store must not pay for (the PostgreSQL dialect: 25 ms).
 JOB_MODULES = {
     "alembic", "memstore.consolidate", "memstore.runs", "memstore.hygiene", "memstore.fulltext", "memstore.recall",
-    "memstore.recall_checks", "memstore.integrity", "memstore.backup", "sqlalchemy.orm", "sqlalchemy.dialects.postgresql",
+    "memstore.recall_checks", "memstore.integrity", "memstore.backup", "memstore.reference", "sqlalchemy.orm",
+    "sqlalchemy.dialects.postgresql",
 }  # fmt: skip
 
 
