@@ -14,9 +14,9 @@ from ..errors import MemstoreError
 from ..store import MemoryStore
 
 
-# Each command and where it is defined (module of this package: attribute). A command's module is imported
-# when the command is run or listed, not before: an agent's per-turn `memstore add` loads neither the
-# job's, the corrections', the meaning nor the server's commands.
+# Each command and where it is defined ("module of this package:attribute"). A command's module is
+# imported when the command runs or is listed, not before: an agent's per-turn `memstore add` loads
+# the store commands only, not those of the jobs, the corrections, meaning or the MCP server.
 COMMANDS = {
     "add": "store_commands:add", "backup": "store_commands:backup", "check": "store_commands:check",
     "export": "store_commands:export", "import": "store_commands:import_", "init": "store_commands:init",

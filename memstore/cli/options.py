@@ -1,5 +1,5 @@
 """Options and arguments several commands share, so `--json`, `--namespace` or `--checks` mean the
-same everywhere; and the parsing of option values."""
+same everywhere; the parsing of option values; and `open_store`, the store the group opens."""
 
 from __future__ import annotations
 
