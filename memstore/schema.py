@@ -45,8 +45,10 @@ NAMING_CONVENTION = {
 # Ids, namespaces and keys compare and sort by code point on every backend: SQLite's default
 # BINARY collation, PostgreSQL's "C" (its default collation would order "B", "a", "é" differently).
 CodePointText = Text().with_variant(Text(collation="C"), "postgresql")
-# SQLite makes a column the rowid only when its type is spelled exactly INTEGER.
-ROWID_BIGINT = BigInteger().with_variant(Integer, "sqlite")
+# A 64-bit integer spelled INTEGER on SQLite, where INTEGER holds 64 bits already: SQLite makes a
+# column the rowid only when its type is spelled exactly so (`seq`), and a file keeps its DDL when
+# PostgreSQL's column grows to BIGINT (`recall_count`, revision 0010).
+INT64_INTEGER = BigInteger().with_variant(Integer, "sqlite")
 
 # Why a memory left the live set: the jobs (duplicate, evicted, stale), a hand edit (manual), the
 # lifecycle operations (forgotten; superseded by an update or by a person's choice), a merge of the
@@ -82,7 +84,7 @@ def _memory_columns(*, id_is_key: bool) -> list[Column]:
         Column("created_at", BigInteger, nullable=False),
         Column("updated_at", BigInteger, nullable=False),
         Column("last_recalled_at", BigInteger),
-        Column("recall_count", Integer, nullable=False, server_default=sql_text("0")),
+        Column("recall_count", INT64_INTEGER, nullable=False, server_default=sql_text("0")),
         Column("fact_key", CodePointText),
         Column("meta", JSON),
     ]
@@ -105,7 +107,7 @@ memories = Table(
     # row left; a trigger refuses UPDATEs of it), PostgreSQL's BIGSERIAL. The job reads only rows
     # past its last high-water mark. `id` still names a memory (unique, the conflict target of
     # upserts); SQLite allows only its one INTEGER PRIMARY KEY to be the rowid, hence seq as the key.
-    Column("seq", ROWID_BIGINT, primary_key=True),
+    Column("seq", INT64_INTEGER, primary_key=True),
     Column("expires_at", BigInteger),
     Column("stored_at", BigInteger),
     *_memory_checks(),
@@ -293,8 +295,8 @@ Index("ix_memories_expires_at", memories.c.expires_at, sqlite_where=memories.c.e
 MEMORY_COLUMNS = tuple(c.name for c in memories.columns)
 
 __all__ = [
-    "ARCHIVE_REASONS", "CodePointText", "FTS_TABLE", "LIVE_COUNTS_TABLE", "LIVE_COUNTS_TRIGGERS", "MEMORY_COLUMNS",
-    "NAMING_CONVENTION", "RANK_ORDER", "RANK_ORDER_FROM_BOTTOM", "rank_order", "ROWID_BIGINT", "RUN_KINDS", "RUN_STATUSES",
+    "ARCHIVE_REASONS", "CodePointText", "INT64_INTEGER", "FTS_TABLE", "LIVE_COUNTS_TABLE", "LIVE_COUNTS_TRIGGERS", "MEMORY_COLUMNS",
+    "NAMING_CONVENTION", "RANK_ORDER", "RANK_ORDER_FROM_BOTTOM", "rank_order", "RUN_KINDS", "RUN_STATUSES",
     "SEQ_GUARD_TRIGGER", "STAGE1_ORDER", "FLAG_STATUSES", "VECTOR_INDEX_TABLE", "consolidation_runs", "contradiction_flags",
     "TIME_COLUMNS", "is_unexpired", "unexpired", "managed_outside_models", "memories", "memory_archive", "memory_gaps", "memory_merges", "memory_vectors",
     "memstore_settings",

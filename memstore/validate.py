@@ -14,6 +14,11 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 IMPORTANCE_MIN = 1
 IMPORTANCE_MAX = 5
+# The largest recall count a record may bring (2^31 - 1: more recalls than any memory gets). The
+# columns hold 64 bits, and merging duplicates sums their counts: from counts this size no sum
+# overflows (it would take 2^32 copies of one fact); from counts near 2^63, SQLite's sum became an
+# inexact REAL.
+RECALL_COUNT_MAX = 2**31 - 1
 # A memory is a fact, not a document; this also keeps one bad record from filling the disk.
 MAX_TEXT_CHARS = 1_000_000
 
@@ -49,7 +54,7 @@ def check_string(
 
 def check_int(value: Any, location: str, field: str, low: int, high: int) -> int:
     if not is_int(value) or not low <= value <= high:
-        bounds = f"{low}..{high}" if high - low < 100 else "a signed 64-bit range"
+        bounds = "a signed 64-bit range" if (low, high) == (INT64_MIN, INT64_MAX) else f"{low}..{high}"
         raise ValidationError(location, field, f"must be an integer in {bounds}, got {_describe(value)}")
     return value
 

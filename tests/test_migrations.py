@@ -492,3 +492,29 @@ def test_0009_adds_time_and_a_downgrade_waits_for_expired_rows_on_each_backend(s
             assert store.get("b")["expires_at"] is None  # a lifetime 0008 could not hold is gone with its column
     finally:
         engine.dispose()
+
+
+def test_0010_holds_summed_recall_counts_in_64_bits_and_a_downgrade_waits_for_them(store_url: str) -> None:
+    big = 2**31 - 1
+    with MemoryStore(store_url) as store:
+        store.add_many([{"id": "a", "text": "User likes tea.", "recall_count": big}, {"id": "b", "text": "user likes tea", "recall_count": big}])
+        store.consolidate(10)  # on PostgreSQL's INTEGER the sum was "integer out of range"
+        assert store.get("a")["recall_count"] == 2 * big
+    engine = make_engine(store_url)
+    try:
+        if engine.dialect.name == "postgresql":
+            with pytest.raises(SchemaError, match=r"1 memories have a recall count past 2,147,483,647"):
+                migrate(engine, "downgrade", "0009")
+            assert revision_of(engine) == head_revision()  # the whole downgrade rolled back
+            with write_transaction(engine) as conn:
+                conn.exec_driver_sql("UPDATE memories SET recall_count = 7")
+        migrate(engine, "downgrade", "0009")  # SQLite: nothing to change, its INTEGER is 64 bits
+        with engine.connect() as conn:
+            (column,) = [c for c in inspect(conn).get_columns("memories") if c["name"] == "recall_count"]
+            assert type(column["type"]).__name__ == "INTEGER"
+        migrate(engine, "upgrade", "head")
+        assert schema_diff(engine) == [] and drift(engine) == []
+        with MemoryStore(store_url) as store:
+            assert store.get("a")["recall_count"] == (7 if engine.dialect.name == "postgresql" else 2 * big)
+    finally:
+        engine.dispose()

@@ -12,6 +12,7 @@ from sqlalchemy import text
 
 from memstore import IdConflictError, MemoryStore, NotFoundError, StoreBusyError, ValidationError
 from memstore.db import BUSY_TIMEOUT_MS
+from memstore.validate import RECALL_COUNT_MAX
 
 from .conftest import SEED_SAMPLE
 
@@ -273,3 +274,15 @@ def test_a_retry_compares_meta_as_json_so_true_is_not_1(store):
     for other in ({"v": True}, {"v": 1.0}):
         with pytest.raises(IdConflictError):
             store.add("x", id="m", meta=other)
+
+
+def test_the_largest_recall_counts_merge_exactly(store):
+    """Duplicates at the largest count a record may bring merge into their exact sum, an integer:
+    past it, SQLite's sum became an inexact REAL."""
+    store.add_many([{"id": "a", "text": "User likes tea.", "recall_count": RECALL_COUNT_MAX},
+                    {"id": "b", "text": "user likes tea", "recall_count": RECALL_COUNT_MAX}])  # fmt: skip
+    store.consolidate(10)
+    (kept,) = store.list()
+    assert kept["recall_count"] == 2 * RECALL_COUNT_MAX and type(kept["recall_count"]) is int
+    with pytest.raises(ValidationError, match="field 'recall_count'"):
+        store.add_many([{"text": "one more", "recall_count": RECALL_COUNT_MAX + 1}])
