@@ -19,7 +19,7 @@ from .db import rows_in
 from .errors import IdConflictError, MemstoreError, ValidationError, memory_not_found
 from .records import memory_state, new_id, now_ms, prepare_row, same_json
 from .runs import ARCHIVE_FIELDS, ArchivedEntry, archive_ids, archived_entries, insert_run, lock_jobs, superseded_chain
-from .schema import MEMORY_COLUMNS, memories, unexpired
+from .schema import MEMORY_COLUMNS, is_unexpired, memories, unexpired
 from .schema import consolidation_runs as runs
 from .schema import contradiction_flags as flags
 from .schema import memory_archive as archive
@@ -183,6 +183,9 @@ def supersede_in_transaction(conn: Connection, old_id: str, by: str, namespace: 
             f"supersede {old_id}", "by",
             f"{by!r} is in namespace {rows[by]['namespace']!r}, {old_id!r} in {rows[old_id]['namespace']!r}",
         )  # fmt: skip
+    if not is_unexpired(rows[by], now):
+        # The current fact must be one recall can return; else both facts would vanish at once.
+        raise ValidationError(f"supersede {old_id}", "by", f"{by!r} has expired; the memory that is current must be visible")
     run_id = _start_run(conn, "supersede", rows[old_id]["namespace"], 2, 1, {"by": by}, now)
     archive_ids(conn, [old_id], "superseded", by, run_id, now)
     # This is how a person resolves a contradiction flag on the pair (restore opens it again).

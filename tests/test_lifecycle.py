@@ -198,6 +198,15 @@ def test_supersede_needs_two_live_memories_of_one_namespace(facts):
     assert facts.runs() == []
 
 
+def test_supersede_by_an_expired_memory_is_refused(facts):
+    """Superseding by a memory past its lifetime would archive the old fact for one recall never
+    returns: both would be gone."""
+    facts.add("The API rate limit is 500 requests per minute.", id="rate2", expires_at=1)
+    with pytest.raises(ValidationError, match="'rate2' has expired"):
+        facts.supersede("rate", by="rate2")
+    assert facts.runs() == [] and "rate" in live_ids(facts)
+
+
 def test_verify_follows_updates_and_supersedes_but_not_forgets(facts):
     facts.update("mode", text="User prefers dark mode on every screen.", new_id="mode2")
     facts.add("User lives in Porto.", id="city2")
