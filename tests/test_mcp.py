@@ -27,6 +27,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from memstore import MemoryStore
+from memstore.mcp.transport import checked_token
 
 MEMSTORE = str(Path(sys.executable).with_name("memstore"))
 TOOLS = {"remember", "recall", "forget", "update", "show", "consolidate", "report"}
@@ -384,6 +385,20 @@ def test_a_non_loopback_address_without_a_token_is_refused(tmp_path, address):
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == f"Error: refusing to serve {host} without a token: give --token or MEMSTORE_MCP_TOKEN, or bind 127.0.0.1\n"
     assert not (tmp_path / "agent.db").exists()
+
+
+
+def test_a_token_is_what_clients_send_and_one_none_could_send_is_refused(tmp_path):
+    assert checked_token("s3cret-token\n") == "s3cret-token"  # read from a file with its newline
+    assert checked_token("") is None and checked_token(None) is None  # an empty variable is unset
+    for unusable in ["   ", "two words", "tab\there"]:
+        done = subprocess.run(
+            [MEMSTORE, "--db", str(tmp_path / "agent.db"), "mcp", "--http", "0.0.0.0:8765"],
+            capture_output=True, text=True, timeout=30, check=False, env={**os.environ, "MEMSTORE_MCP_TOKEN": unusable},
+        )  # fmt: skip
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr == "Error: the token must be one word of printable characters, without spaces\n"
+        assert not (tmp_path / "agent.db").exists()
 
 
 # -- several servers on one store ----------------------------------------------------------------

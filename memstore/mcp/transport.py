@@ -78,6 +78,19 @@ def _uvicorn_log_config() -> dict[str, Any]:
     return config
 
 
+def checked_token(token: str | None) -> str | None:
+    """The bearer token as clients send it, or None when none is given (an empty MEMSTORE_MCP_TOKEN
+    is unset). Surrounding whitespace goes: an HTTP header value has none, so a token read from a
+    file with its newline still matches. A token of blanks, or with a blank or control character
+    inside, could never be sent, and is refused rather than locking every client out."""
+    if not token:
+        return None
+    token = token.strip()
+    if not token or any(ch.isspace() or not ch.isprintable() for ch in token):
+        raise MemstoreError("the token must be one word of printable characters, without spaces")
+    return token
+
+
 def serve(
     location: str | os.PathLike[str],
     *,
@@ -92,7 +105,7 @@ def serve(
     servers on one SQLite store are safe: WAL and a busy timeout). Logs go to stderr only: on stdio,
     stdout is the protocol.
     """
-    token = token or None
+    token = checked_token(token)
     address = None if http is None else parse_address(http)
     if address is not None and token is None and not is_loopback(address[0]):
         raise MemstoreError(
