@@ -68,12 +68,30 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # JSON leaves an object with a key twice to each reader; Python's keeps the last. A record whose
+    # "text" appears twice would lose one without a word: it is refused instead.
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise ValueError(f"the key {repeated!r} appears twice in one object")
+    return obj
+
+
 def _strict_json_decoder() -> json.JSONDecoder:
-    """Python's decoder, minus its NaN/Infinity extension, which JSON does not have."""
-    return json.JSONDecoder(parse_constant=_reject_constant)
+    """Python's decoder, minus its NaN/Infinity extension, which JSON does not have, and refusing an
+    object that holds a key twice."""
+    return json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_object_without_repeats)
 
 
 _DECODER = _strict_json_decoder()
+
+
+def strict_json(text: str) -> Any:
+    """`text` decoded as the files memstore reads are: no NaN or Infinity, no key twice in an object
+    (ValueError, or json.JSONDecodeError, says why)."""
+    return _DECODER.decode(text)
 
 
 def _array_items(text: str, name: str) -> Iterator[tuple[int, Any]]:

@@ -238,6 +238,8 @@ CASES = [
     Case("timestamp-below-int64", rec(timestamp=-(2**63) - 1), "timestamp", "signed 64-bit"),
     Case("timestamp-bool", rec(timestamp=True), "timestamp", "must be an integer (Unix ms) or an ISO date"),
     Case("timestamp-nan", b'{"id": "b1", "text": "x", "timestamp": NaN}', None, "invalid JSON: NaN is not JSON"),
+    Case("key-twice", b'{"id": "b1", "text": "x", "text": "y"}', None, "invalid JSON: the key 'text' appears twice in one object"),
+    Case("meta-key-twice", b'{"id": "b1", "text": "x", "meta": {"a": 1, "a": 2}}', None, "the key 'a' appears twice"),
     Case("timestamp-not-a-date", rec(timestamp="yesterday"), "timestamp", "is not an ISO date: 'yesterday'"),
     Case("timestamp-month-13", rec(timestamp="2026-13-01"), "timestamp", "is not an ISO date"),
     Case("timestamp-list", rec(timestamp=[1]), "timestamp", "must be an integer"),
@@ -518,6 +520,7 @@ ADD_USAGE = [
     ("meta-not-json", ["x", "--meta", "{bad"]),
     ("meta-huge-number", ["x", "--meta", '{"a": ' + "1" * 5000 + "}"]),
     ("meta-too-deep", ["x", "--meta", '{"a":' * 3000 + "1" + "}" * 3000]),
+    ("meta-key-twice", ["x", "--meta", '{"a": 1, "a": 2}']),
 ]
 
 

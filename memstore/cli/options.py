@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..defaults import CHECK_K, DEFAULT_NAMESPACE, RECALL_MODES
-from ..io import iso_to_ms, parse_moment, read_checks
+from ..io import iso_to_ms, parse_moment, read_checks, strict_json
 from ..validate import INT64_MAX, INT64_MIN, parse_ttl
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def list_kept_option(fn: Callable) -> Callable:
 
 def parse_meta(meta: str | None) -> Any:
     try:
-        return None if meta is None else json.loads(meta)
+        return None if meta is None else strict_json(meta)
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--meta") from None
     except (ValueError, RecursionError) as exc:  # a number of over 4,300 digits, nesting too deep
