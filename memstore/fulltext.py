@@ -18,21 +18,25 @@ from sqlalchemy import Connection, Float, bindparam, column, func, select, text,
 
 from .db import rows_in
 from .records import now_ms
-from .schema import FTS_TABLE, is_unexpired, memories, unexpired
+from .schema import FTS_TABLE, MEMORY_COLUMNS, is_unexpired, memories, unexpired
 from .words import FUNCTION_WORDS, tokens
 
+
+# A memory's columns by name, in the models' order: `m.*` would also bring a column someone added
+# in the sqlite3 shell, and the result's columns are matched to `memories.c` by position.
+_MEMORY_FIELDS = ", ".join(f'm."{name}"' for name in MEMORY_COLUMNS)
 
 # One statement per backend, same contract: memories containing any of the words, best first, ties
 # by id, each with its `score` (higher is better). SQLite ranks with FTS5's BM25 (lower is better,
 # hence the sign); PostgreSQL with ts_rank over its GIN index.
 RECALL_SQL = {
     "sqlite": (
-        f"SELECT m.*, -bm25({FTS_TABLE}) AS score FROM {FTS_TABLE} JOIN memories AS m ON m.rowid = {FTS_TABLE}.rowid "
+        f"SELECT {_MEMORY_FIELDS}, -bm25({FTS_TABLE}) AS score FROM {FTS_TABLE} JOIN memories AS m ON m.rowid = {FTS_TABLE}.rowid "
         f"WHERE {FTS_TABLE} MATCH :expression AND m.namespace = :namespace AND (m.expires_at IS NULL OR m.expires_at > :now) "
         f"ORDER BY bm25({FTS_TABLE}), m.id LIMIT :k"
     ),
     "postgresql": (
-        "SELECT m.*, ts_rank(to_tsvector('simple', m.text), query) AS score "
+        f"SELECT {_MEMORY_FIELDS}, ts_rank(to_tsvector('simple', m.text), query) AS score "
         "FROM memories AS m, to_tsquery('simple', :expression) AS query "
         "WHERE to_tsvector('simple', m.text) @@ query AND m.namespace = :namespace AND (m.expires_at IS NULL OR m.expires_at > :now) "
         "ORDER BY ts_rank(to_tsvector('simple', m.text), query) DESC, m.id LIMIT :k"

@@ -79,6 +79,19 @@ def test_index_follows_edits_made_in_the_sqlite3_shell(sqlite_store, db_path):
     assert shell.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')").fetchall() == []
 
 
+def test_a_column_added_in_the_sqlite3_shell_changes_no_recall(sqlite_store, db_path):
+    """Full-text recall reads a memory's columns by name: with `m.*` a column of the user's own
+    made the deep ranking fail ("ambiguous column name 'score'")."""
+    sqlite_store.add_many(SEED_SAMPLE)
+    before = {k: sqlite_store.recall("dark mode", k=k, touch=False) for k in (5, 200)}
+    shell = sqlite3.connect(db_path)
+    shell.execute("ALTER TABLE memories ADD COLUMN my_note TEXT DEFAULT 'mine'")
+    shell.commit()
+    shell.close()
+    for k in (5, 200):  # the shortlist, then the one-statement ranking (k past SHORTLIST_MAX_K)
+        assert sqlite_store.recall("dark mode", k=k, touch=False) == before[k]
+
+
 def test_upgrading_a_store_with_memories_indexes_the_existing_rows(db_path):
     engine = make_engine(db_path)
     with write_transaction(engine) as conn:
