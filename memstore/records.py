@@ -22,7 +22,6 @@ from .validate import (
     IMPORTANCE_MIN,
     INT64_MAX,
     INT64_MIN,
-    RECALL_COUNT_MAX,
     check_bool,
     check_int,
     check_rule_fields,
@@ -110,7 +109,7 @@ def prepare_row(record: Mapping[str, Any], location: str, now: int | None = None
     check_rule_fields(row, location)
     check_string(row["namespace"], location, "namespace", allow_empty=False)
     check_bool(row["pinned"], location, "pinned")
-    check_int(row["recall_count"], location, "recall_count", 0, RECALL_COUNT_MAX)
+    check_int(row["recall_count"], location, "recall_count", 0, INT64_MAX)
     if row["fact_key"] is not None:
         check_string(row["fact_key"], location, "fact_key")
     if row["meta"] is not None:

@@ -14,11 +14,6 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 IMPORTANCE_MIN = 1
 IMPORTANCE_MAX = 5
-# The largest recall count a record may bring (2^31 - 1: more recalls than any memory gets). The
-# columns hold 64 bits, and merging duplicates sums their counts: from counts this size no sum
-# overflows (it would take 2^32 copies of one fact); from counts near 2^63, SQLite's sum became an
-# inexact REAL.
-RECALL_COUNT_MAX = 2**31 - 1
 # A memory is a fact, not a document; this also keeps one bad record from filling the disk.
 MAX_TEXT_CHARS = 1_000_000
 

@@ -215,6 +215,11 @@ def test_every_command_has_an_example_in_its_help():
         assert "Example:" in (command.help or ""), name
 
 
+def test_a_mistyped_command_is_answered_with_the_command_meant():
+    result = CliRunner().invoke(cli, ["embedings"])
+    assert result.exit_code == 2 and "Error: No such command 'embedings'. Did you mean 'embeddings'?" in result.output
+
+
 def test_the_command_map_names_every_command_its_modules_define():
     """A command defined in a module but missing from COMMANDS would never run: every top-level
     command of the modules COMMANDS points into is in it, under its own name."""

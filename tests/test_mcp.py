@@ -391,14 +391,20 @@ def test_a_non_loopback_address_without_a_token_is_refused(tmp_path, address):
 def test_a_token_is_what_clients_send_and_one_none_could_send_is_refused(tmp_path):
     assert checked_token("s3cret-token\n") == "s3cret-token"  # read from a file with its newline
     assert checked_token("") is None and checked_token(None) is None  # an empty variable is unset
-    for unusable in ["   ", "two words", "tab\there"]:
+    for unusable in ["   ", "two words", "tab\there", "tökén"]:
         done = subprocess.run(
             [MEMSTORE, "--db", str(tmp_path / "agent.db"), "mcp", "--http", "0.0.0.0:8765"],
             capture_output=True, text=True, timeout=30, check=False, env={**os.environ, "MEMSTORE_MCP_TOKEN": unusable},
         )  # fmt: skip
         assert (done.returncode, done.stdout) == (1, "")
-        assert done.stderr == "Error: the token must be one word of printable characters, without spaces\n"
+        assert done.stderr == "Error: the token must be one word of printable ASCII characters, without spaces\n"
         assert not (tmp_path / "agent.db").exists()
+    # On stdio a token is not used, so one inherited from the environment stops nothing.
+    done = subprocess.run(
+        [MEMSTORE, "--db", str(tmp_path / "agent.db"), "mcp"], stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=60, check=False, env={**os.environ, "MEMSTORE_MCP_TOKEN": "two words"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
 
 
 # -- several servers on one store ----------------------------------------------------------------

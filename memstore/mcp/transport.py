@@ -81,13 +81,14 @@ def _uvicorn_log_config() -> dict[str, Any]:
 def checked_token(token: str | None) -> str | None:
     """The bearer token as clients send it, or None when none is given (an empty MEMSTORE_MCP_TOKEN
     is unset). Surrounding whitespace goes: an HTTP header value has none, so a token read from a
-    file with its newline still matches. A token of blanks, or with a blank or control character
-    inside, could never be sent, and is refused rather than locking every client out."""
+    file with its newline still matches. A token of blanks, with a blank or control character
+    inside, or outside ASCII (HTTP clients encode headers as ASCII) could never be sent, and is
+    refused rather than locking every client out."""
     if not token:
         return None
     token = token.strip()
-    if not token or any(ch.isspace() or not ch.isprintable() for ch in token):
-        raise MemstoreError("the token must be one word of printable characters, without spaces")
+    if not token or not token.isascii() or any(ch.isspace() or not ch.isprintable() for ch in token):
+        raise MemstoreError("the token must be one word of printable ASCII characters, without spaces")
     return token
 
 
@@ -105,8 +106,8 @@ def serve(
     servers on one SQLite store are safe: WAL and a busy timeout). Logs go to stderr only: on stdio,
     stdout is the protocol.
     """
-    token = checked_token(token)
     address = None if http is None else parse_address(http)
+    token = None if address is None else checked_token(token)  # stdio has no use for one
     if address is not None and token is None and not is_loopback(address[0]):
         raise MemstoreError(
             f"refusing to serve {address[0]} without a token: give --token or MEMSTORE_MCP_TOKEN, or bind 127.0.0.1"
