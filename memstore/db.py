@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sysconfig
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
@@ -68,13 +69,19 @@ def sqlite_driver() -> Any:
     """The DB-API module SQLite stores are opened with: the standard `sqlite3` when it can load
     extensions (sqlite-vec needs that), else `sqlean` (a drop-in `sqlite3` that can; the semantic
     extra installs it), else the standard one, without vector search in SQL."""
-    import sqlite3
+    # A build configured without loadable extensions says so in its config: then the standard
+    # module is not loaded just to ask, which costs a per-turn `memstore add` about as much as
+    # loading sqlean (None: a build that does not say, asked the slow way).
+    if sysconfig.get_config_var("PY_SQLITE_ENABLE_LOAD_EXTENSION") != 0:
+        import sqlite3
 
-    if hasattr(sqlite3.Connection, "enable_load_extension"):
-        return sqlite3
+        if hasattr(sqlite3.Connection, "enable_load_extension"):
+            return sqlite3
     try:
         import sqlean
     except ImportError:
+        import sqlite3
+
         return sqlite3
     return sqlean
 

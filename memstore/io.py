@@ -23,9 +23,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from .defaults import DEFAULT_NAMESPACE
 from .errors import ValidationError
@@ -185,8 +184,7 @@ def _to_input_record(value: Any, location: str) -> dict[str, Any]:
     return record
 
 
-@dataclass
-class ReadResult:
+class ReadResult(NamedTuple):  # a NamedTuple for the reason given in memstore.records
     prepared: list[PreparedRow]
     rejected: list[ValidationError]  # only filled with skip_invalid
 

@@ -11,8 +11,7 @@ import math
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
 from .errors import ValidationError
@@ -47,16 +46,19 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-@dataclass(frozen=True)
-class Embedding:
+# The records below are NamedTuples, not frozen dataclasses: a dataclass compiles its methods when
+# its module is imported, which a per-turn `memstore add` pays for (about three times a NamedTuple's
+# cost, measured with scripts/startup_compare.py --instructions).
+
+
+class Embedding(NamedTuple):
     """A vector that came with a record: the model that made it, and the vector at unit length."""
 
     model: str
     vector: tuple[float, ...]
 
 
-@dataclass(frozen=True)
-class PreparedRow:
+class PreparedRow(NamedTuple):
     row: dict[str, Any]
     given: frozenset[str]  # the fields the caller set; a retry is compared on these only
     location: str
