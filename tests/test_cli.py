@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import click
@@ -17,6 +18,7 @@ from click.testing import CliRunner
 from memstore import MemoryStore
 from memstore.cli import cli
 from memstore.cli.app import COMMANDS
+from memstore.db import sqlite_driver
 from memstore.migrate import SCHEMA_HEAD
 
 from .conftest import SEED_SAMPLE
@@ -284,6 +286,24 @@ def test_a_command_loads_the_module_of_its_own_commands_only(tmp_path):
     )
     command_modules = {f"memstore.cli.{where.split(':')[0]}" for where in COMMANDS.values()}
     assert _modules_after(code, tmp_path) & command_modules == {"memstore.cli.store_commands"}
+
+
+def test_add_loads_one_sqlite_library(tmp_path):
+    """The driver is chosen without loading the standard sqlite3 where the build says it cannot load
+    extensions (a second SQLite library cost `add` as much as sqlean does)."""
+    db = tmp_path / "store.db"
+    MemoryStore(db).close()
+    code = (
+        "import sys, json\nfrom click.testing import CliRunner\nfrom memstore.cli import cli\n"
+        f"result = CliRunner().invoke(cli, ['--db', {str(db)!r}, 'add', 'x'], catch_exceptions=False)\n"
+        "assert result.exit_code == 0, result.output\n"
+        "print(json.dumps(sorted({'sqlite3', 'sqlean'} & set(sys.modules))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    expected = {sqlite_driver().__name__}
+    if sysconfig.get_config_var("PY_SQLITE_ENABLE_LOAD_EXTENSION") is None:
+        expected.add("sqlite3")  # a build that does not say is asked by loading the module
+    assert set(json.loads(done.stdout.splitlines()[-1])) == expected
 
 
 def test_recall_loads_full_text_search_but_not_alembic_or_the_job(tmp_path):
