@@ -134,13 +134,14 @@ def test_a_version_since_replaced_comes_back_and_expiry_counts_at_that_moment(st
     store.add("The rate limit is 100 rpm.", id="v1")
     first = _moment()
     second_version = store.update("v1", text="The rate limit is 500 rpm.", ttl=0.2)["id"]
-    second = _moment()
-    time.sleep(0.25)
-    after_expiry = _moment()
+    # The moments are read off the stored lifetime, not the clock, so a slow machine cannot pass
+    # the expiry before the "still live" moment is taken.
+    expires_at = store.get(second_version)["expires_at"]
+    while now_ms() <= expires_at:
+        time.sleep(0.02)
     assert [r["text"] for r in store.list(as_of=first)] == ["The rate limit is 100 rpm."]
-    assert [r["id"] for r in store.list(as_of=second)] == [second_version]
-    assert store.list(as_of=after_expiry) == [] and store.list() == []
-    assert store.get(second_version)["expires_at"] <= after_expiry
+    assert [r["id"] for r in store.list(as_of=expires_at - 1)] == [second_version]
+    assert store.list(as_of=expires_at) == [] and store.list() == []
 
 
 def test_bm25_is_sqlite_fts5s_formula():
@@ -242,11 +243,13 @@ def test_the_shell_query_in_the_schema_doc_answers_as_list_as_of_does(sqlite_sto
     assert moment in query
     store = sqlite_store
     store.add("The API rate limit is 100 rpm.", id="rate")
-    store.add("Door code 4512.", id="code", ttl=0.05)
+    store.add("Door code 4512.", id="code", ttl=1)  # live at `at`, however slow the machine; expired by the end
+    code_expires_at = store.get("code")["expires_at"]
     at = _moment()
     store.update("rate", text="The API rate limit is 500 rpm.", new_id="rate2")
     store.forget(["rate2"])
-    time.sleep(0.06)
+    while now_ms() <= code_expires_at:
+        time.sleep(0.02)
     for when in (at, now_ms()):
         shell = subprocess.run([shutil.which("sqlite3"), str(db_path)], input=query.replace(moment, f"SELECT {when}"), capture_output=True, text=True, check=True)
         assert [line.split("|")[0] for line in shell.stdout.splitlines()] == [row["id"] for row in store.list(as_of=when)]

@@ -2,7 +2,7 @@
 (libs/checkpoint-sqlite/tests/test_ttl.py and the `test_store_ttl` of libs/checkpoint-postgres),
 ported to memstore, where expired items are archived by a sweep, never deleted.
 
-Lifetimes here are a fraction of a second (LangGraph's tests use seconds) and every wait has a
+Lifetimes here are a second and a half (LangGraph's tests use seconds) and every wait has a
 margin of several times a store call; the behaviours that do not need the clock to move backdate
 `expires_at` in the database instead, as LangGraph's omit-expired tests do.
 """
@@ -18,7 +18,8 @@ from sqlalchemy import text
 
 from memstore.integrations.langgraph import MemstoreStore, namespace_to_text
 
-TTL_SECONDS = 0.8
+# Long enough that each wait's margin (0.2 s to 0.4 x TTL) outlasts a stall of a loaded machine.
+TTL_SECONDS = 1.5
 TTL_MINUTES = TTL_SECONDS / 60
 LONG_MINUTES = 5.0  # long enough that nothing below races it
 
