@@ -59,9 +59,10 @@ def iter_rows(
     if namespace is not None:
         query = query.where(table.c.namespace == namespace)
     if namespace_prefix is not None:
-        query = query.where(
-            (table.c.namespace == namespace_prefix) | table.c.namespace.startswith(namespace_prefix + ".", autoescape=True)
-        )
+        # A range, not LIKE: SQLite's LIKE ignores ASCII case, which let prefix "bob" take "Bob.x".
+        # Namespaces compare by code point on both backends, and "/" follows ".".
+        below = (table.c.namespace >= namespace_prefix + ".") & (table.c.namespace < namespace_prefix + "/")
+        query = query.where((table.c.namespace == namespace_prefix) | below)
     for row in conn.execute(query).mappings():
         yield dict(row)
 

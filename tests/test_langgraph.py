@@ -362,6 +362,15 @@ def test_search_prefix_stops_at_label_boundaries_and_the_empty_prefix_is_everyth
     assert len(namespaces(())) == 6
 
 
+def test_search_prefix_tells_upper_from_lower_case_on_both_backends(store_url):
+    # SQLite's LIKE ignores ASCII case: a prefix "bob" once took user "Bob"'s items too.
+    with MemstoreStore(store_url) as lg:
+        for namespace, key in [(("Bob", "memories"), "m1"), (("bob", "memories"), "m2"), (("bob",), "m3"), (("BOB",), "m4"), (("bob/",), "m5")]:
+            lg.put(namespace, key, {"content": key})
+        assert sorted((item.namespace, item.key) for item in lg.search(("bob",), limit=100)) == [(("bob",), "m3"), (("bob", "memories"), "m2")]
+        assert [item.key for item in lg.search(("Bob",), limit=100)] == ["m1"]
+
+
 def test_filter_operators(lg):
     for key, value in [
         ("a", {"n": 1, "color": "red", "active": True, "meta": {"owner": "ann", "level": 2}}),
