@@ -45,6 +45,14 @@ def lock_jobs(conn: Connection, namespace: str | None) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:namespace, 0))"), {"namespace": namespace})
 
 
+def lock_key(conn: Connection, namespace: str, key: str) -> None:
+    """Serialise writers of one (namespace, key) that read before they write (a LangGraph put). On
+    SQLite BEGIN IMMEDIATE already does; on PostgreSQL two would read the same snapshot."""
+    if conn.dialect.name == "postgresql":
+        # Seed 1, so a key never takes the lock lock_jobs takes for a namespace of the same text.
+        conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:name, 1))"), {"name": f"{namespace}\x1f{key}"})
+
+
 @dataclass
 class ArchivedEntry:
     id: str

@@ -24,6 +24,7 @@ from langgraph.store.base import (
 )
 
 from memstore import MemoryStore, ValidationError
+from memstore.integrations import items
 from memstore.integrations import langgraph as adapter
 from memstore.integrations.langgraph import MemstoreStore, memory_text
 
@@ -251,6 +252,33 @@ def test_threads_putting_one_new_key_make_one_memory(lg):
     (live,) = lg.store.list("docs")
     assert live["fact_key"] == "shared"
     assert len(lg.store.history(live["id"])) == 8  # the first put added it, seven updated it
+
+
+def test_two_stores_on_one_database_putting_the_same_keys_make_one_memory_per_key(store_url):
+    """Two MemstoreStore objects on one store (two workers of one graph): the read and the write of a
+    put are one transaction, so racing puts to a key neither duplicate it nor fail on each other."""
+    import threading
+
+    workers = [MemstoreStore(store_url), MemstoreStore(store_url)]
+    start = threading.Barrier(8)
+
+    def put_all(n: int) -> None:
+        start.wait()
+        for key in ("new1", "new2", "new3"):
+            workers[n % 2].put(("u1",), key, {"content": f"{key} from writer {n}"})
+
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(put_all, range(8)))  # re-raises any put that failed
+        reader = workers[0]
+        live = reader.store.list("u1")
+        assert sorted(row["fact_key"] for row in live) == ["new1", "new2", "new3"]
+        assert all(len(reader.store.history(row["id"])) == 8 for row in live)  # 1 add, 7 updates each
+        workers[1].delete(("u1",), "new1")
+        assert reader.get(("u1",), "new1") is None
+    finally:
+        for worker in workers:
+            worker.close()
 
 
 def test_delete_and_a_put_of_none_are_forgets_that_restore_undoes(lg):
@@ -586,7 +614,7 @@ def test_a_compiled_graph_remembers_through_its_store_and_the_job_deduplicates_w
 
 
 def test_docstring_examples():
-    failed, attempted = doctest.testmod(adapter)
+    failed, attempted = doctest.testmod(items)
     assert failed == 0 and attempted > 0
 
 

@@ -10,15 +10,17 @@ The mapping (docs/langgraph.md says the same for users):
   update); a memory written by other means (no fact_key) shows up with its id as key;
 - the value is kept whole in `meta` as {"value": value}; the memory's text, which recall searches and
   the job deduplicates on, is taken from the value (`memory_text`);
-- a put to an existing key is `MemoryStore.update` (the old version archived as "superseded"), a put
-  of None and a delete are `MemoryStore.forget`; `restore(run_id)` undoes either. A put of the value
+- a put to an existing key is an update (the old version archived as "superseded"), a put of None
+  and a delete a forget, as `MemoryStore.update` and `.forget` do them; `restore(run_id)` undoes
+  either. A put reads which memory holds the key and writes in one transaction (`items.put_item`),
+  so puts from several processes to one key make one memory, the last put winning. A put of the value
   already stored writes nothing (but its lifetime starts again);
 - a TTL (minutes, LangGraph's unit) is the memory's lifetime: `expires_at`, with the TTL kept in
   `meta` as "ttl_minutes" so a read can start it again (`refresh_on_read`). From its end the item is
   invisible to every read, swept or not (LangGraph's `omit_expired`, always on); `sweep_ttl()`
   archives what has expired as `expired`, a run `restore` undoes: nothing is hard-deleted.
 
-No SQL here: every read and write is a `MemoryStore` call.
+No SQL here: reads are `MemoryStore` calls, and a put runs memstore's own write functions (items.py).
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import math
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -55,11 +56,13 @@ except ImportError as exc:
         f"memstore's LangGraph store needs LangGraph ({exc}); install it with: pip install 'memstore[langgraph]'"
     ) from exc
 
-from ..errors import NotFoundError, ValidationError
-from ..records import memory_state, now_ms, same_json
+from ..db import read_transaction
+from ..errors import ValidationError
+from ..records import now_ms
 from ..store import MemoryStore
 from ..validate import check_string
 from .filters import matches_filter
+from .items import canonical_json, find_item, lifetime_ms, memory_text, put_item, ttl_minutes, value_of
 
 # Recall is asked for at least this many memories per namespace, so a filtered search rarely needs a
 # second round.
@@ -80,56 +83,6 @@ def text_to_namespace(namespace: str) -> tuple[str, ...]:
     return tuple(namespace.split("."))
 
 
-def canonical_json(value: Any) -> str:
-    """One spelling per JSON value: sorted keys, no spaces, characters as they are."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def memory_text(value: Mapping[str, Any]) -> str:
-    """The text a value is remembered (recalled, deduplicated) by.
-
-    `value["content"]` when it is a string (LangMem's manage_memory writes {"content": "..."}); its
-    canonical JSON when it is an object (LangMem's structured memories); else `value["text"]` when it
-    is a string; else the canonical JSON of the whole value.
-
-    >>> memory_text({"content": "User likes tea."})
-    'User likes tea.'
-    >>> memory_text({"kind": "Preference", "content": {"what": "tea", "likes": True}})
-    '{"likes":true,"what":"tea"}'
-    >>> memory_text({"theme": "dark"})
-    '{"theme":"dark"}'
-    """
-    content = value.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping):
-        return canonical_json(content)
-    text = value.get("text")
-    if isinstance(text, str):
-        return text
-    return canonical_json(value)
-
-
-def _ttl_minutes(row: Mapping[str, Any]) -> float | None:
-    """The TTL a put gave the item (None: it lives until deleted)."""
-    meta = row["meta"]
-    return meta.get("ttl_minutes") if isinstance(meta, Mapping) else None
-
-
-def _lifetime_ms(minutes: float) -> int:
-    """A TTL in minutes as whole milliseconds, never shorter; rounded first, so that float noise
-    (119 / 60_000 * 60_000 == 119.00000000000001) does not add a millisecond."""
-    return math.ceil(round(minutes * 60_000, 6))
-
-
-def _value_of(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The item value of a memory: what a put stored, or {"content": text} for one written by other means."""
-    meta = row["meta"]
-    if isinstance(meta, Mapping) and isinstance(meta.get("value"), dict):
-        return meta["value"]
-    return {"content": row["text"]}
-
-
 def _datetime(unix_ms: int) -> datetime:
     return _EPOCH + timedelta(milliseconds=unix_ms)
 
@@ -138,7 +91,7 @@ def _item_fields(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "namespace": text_to_namespace(row["namespace"]),
         "key": row["fact_key"] if row["fact_key"] is not None else row["id"],
-        "value": _value_of(row),
+        "value": value_of(row),
         "created_at": _datetime(row["created_at"]),
         "updated_at": _datetime(row["updated_at"]),
     }
@@ -249,9 +202,6 @@ class MemstoreStore(BaseStore):
             self.store, self._owns_store = path_or_url, False
         else:
             self.store, self._owns_store = MemoryStore(path_or_url), True
-        # A put reads (which memory holds the key?) then writes (add or update it). One at a time in
-        # a process, so two nodes putting the same new key make one memory, not two.
-        self._write_lock = threading.Lock()
         self._sweeper: threading.Thread | None = None
         self._sweeper_done: concurrent.futures.Future[None] | None = None
         self._stop_sweeping = threading.Event()
@@ -301,9 +251,8 @@ class MemstoreStore(BaseStore):
                 results.append(self._list_namespaces(op))
             else:
                 results.append(None)
-        with self._write_lock:
-            for (namespace, key), (value, ttl) in puts.items():
-                self._put(namespace, key, value, ttl)
+        for (namespace, key), (value, ttl) in puts.items():
+            put_item(self.store.engine, namespace, key, value, ttl)  # one transaction each (items.py)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -340,24 +289,14 @@ class MemstoreStore(BaseStore):
     # -- reads ---------------------------------------------------------------------------------
 
     def _find(self, namespace: str, key: str) -> dict[str, Any] | None:
-        """The live memory answering to `key` in `namespace`: the one holding that fact_key, else one
-        without a fact_key whose id is `key`."""
-        if "\x00" in key:
-            return None  # no memory can hold it (and PostgreSQL refuses it as a parameter)
-        row = self.store.find_fact(namespace, key)
-        if row is not None:
-            return row
-        try:
-            row = self.store.get(key, namespace=namespace)
-        except NotFoundError:
-            return None
-        return row if memory_state(row, now_ms()) == "live" and row["fact_key"] is None else None
+        with read_transaction(self.store.engine) as conn:
+            return find_item(conn, namespace, key, now_ms())
 
     def _refresh(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Start the lifetimes of `rows` that have a TTL again (refresh on read); not of one given a
         lasting life since (`update --no-expiry` keeps the put's meta)."""
         now = now_ms()
-        ends = {row["id"]: now + _lifetime_ms(_ttl_minutes(row)) for row in rows if _ttl_minutes(row) and row["expires_at"] is not None}
+        ends = {row["id"]: now + lifetime_ms(ttl_minutes(row)) for row in rows if ttl_minutes(row) and row["expires_at"] is not None}
         if ends:
             self.store.extend_lifetimes(ends)
 
@@ -410,37 +349,6 @@ class MemstoreStore(BaseStore):
         if op.max_depth is not None:
             chosen = {ns[: op.max_depth] for ns in chosen}
         return sorted(chosen)[op.offset : op.offset + op.limit]
-
-    # -- writes --------------------------------------------------------------------------------
-
-    def _put(self, namespace: str, key: str, value: dict[str, Any] | None, ttl: float | None) -> None:
-        row = self._find(namespace, key)
-        if value is None:
-            if row is not None:
-                self.store.forget([row["id"]], namespace=namespace)
-            return
-        text, meta = memory_text(value), {"value": value, **({} if ttl is None else {"ttl_minutes": ttl})}
-        ends_at = None if ttl is None else now_ms() + _lifetime_ms(ttl)
-        # The same value with the same kind of life (a lasting one stays lasting, whatever wrote it).
-        unchanged = row is not None and same_json(_value_of(row), value) and (
-            _ttl_minutes(row) == ttl and (row["expires_at"] is None) == (ttl is None)
-        )
-        if unchanged:
-            # The value it holds already (a retried node): no new version, its lifetime starts again.
-            if ttl is not None:
-                self.store.extend_lifetimes({row["id"]: ends_at})
-            return
-        if row is None:
-            self.store.add(text, namespace=namespace, fact_key=key, meta=meta, expires_at=ends_at)
-            return
-        # A memory written by other means takes the key as its fact_key. The timestamp given is
-        # update's own default (now): it keeps a change that only JSON sees (1 -> 1.0, 1 -> true),
-        # which update's == would call "no change", from being refused.
-        self.store.update(
-            row["id"], text=text, meta=meta, fact_key=key if row["fact_key"] is None else None,
-            timestamp=now_ms(), namespace=namespace, expires_at=ends_at,
-            no_expiry=ttl is None and row["expires_at"] is not None,
-        )  # fmt: skip
 
     # -- time to live --------------------------------------------------------------------------
 
