@@ -12,12 +12,11 @@ from __future__ import annotations
 import os
 import shutil
 
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
 
-from .db import sqlite_driver
+from .db import refuse_store_file, sqlite_driver
 from .errors import MemstoreError
 from .files import create_private_file
 
@@ -25,10 +24,7 @@ COUNTED_TABLES = ("memories", "memory_archive", "consolidation_runs")
 
 
 def backup_sqlite(engine: Engine, destination: str | os.PathLike[str], *, force: bool = False) -> dict[str, Any]:
-    target = Path(destination).expanduser().resolve()
-    source = Path(engine.url.database).resolve()
-    if target == source:
-        raise MemstoreError(f"{target} is the store itself; choose another destination")
+    target = refuse_store_file(engine, destination, "backup")
     if target.is_dir():
         raise MemstoreError(f"{target} is a directory; give a file name")
     if target.exists() and not force:

@@ -57,6 +57,17 @@ def sqlite_file_missing(path_or_url: str | os.PathLike[str]) -> str | None:
     return None if Path(url.database).exists() else url.database
 
 
+def refuse_store_file(engine: Engine, path: str | os.PathLike[str], what: str) -> Path:
+    """`path` resolved, unless it names the store's own file (or its -wal, -shm or -journal file):
+    writing there would replace the store with `what`."""
+    target = Path(path).expanduser().resolve()
+    if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        store = Path(engine.url.database).resolve()
+        if target in {store, *(store.with_name(store.name + suffix) for suffix in ("-wal", "-shm", "-journal"))}:
+            raise MemstoreError(f"{target} is the store itself; choose another file for the {what}")
+    return target
+
+
 def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
     return engine_or_conn.dialect.name == "sqlite"
 

@@ -129,6 +129,14 @@ def test_export_then_import_round_trips(run, sample_file, tmp_path):
     assert copy == live
 
 
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+def test_export_refuses_to_write_over_the_store_itself(run, db_path, suffix):
+    run("add", "User prefers dark mode.", "--id", "m1")
+    result = run("export", "-o", str(db_path) + suffix)
+    assert result.exit_code == 1 and "is the store itself" in result.output and result.output.count("\n") == 1
+    assert [json.loads(line)["id"] for line in run("export").output.splitlines()] == ["m1"]
+
+
 def test_namespace_and_all_namespaces_are_exclusive(run):
     result = CliRunner().invoke(cli, ["list", "--namespace", "a", "--all-namespaces"])
     assert result.exit_code == 2 and "not both" in result.output

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..db import database_url
+from ..db import database_url, refuse_store_file
 from ..defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
 from ..files import replaced_privately
 from ..migrate import SCHEMA_HEAD
@@ -135,7 +135,7 @@ def export(ctx, archived, namespace, all_namespaces, output, with_vectors) -> No
     namespace = chosen_namespace(namespace, all_namespaces)
     store = open_store(ctx)
     # A file is written whole or not at all (a failure halfway leaves the old one as it was).
-    with click.open_file("-", "w", encoding="utf-8") if output == "-" else replaced_privately(output) as file:
+    with click.open_file("-", "w", encoding="utf-8") if output == "-" else replaced_privately(refuse_store_file(store.engine, output, "export")) as file:
         store.export(file, namespace, archived=archived, with_vectors=with_vectors)
 
 
