@@ -13,8 +13,10 @@ import os
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, bindparam, select, update
+from sqlalchemy.exc import OperationalError
 
 from .db import read_transaction, write_transaction
+from .errors import StoreBusyError
 from . import vector_index
 from .files import PRIVATE_FILE_MODE, shared_with_others
 from .live_counts import live_counts_by_namespace, recount_live
@@ -86,10 +88,22 @@ def _sqlite_checks(conn: Connection, report: CheckReport) -> None:
                 Finding("live_counts", f"namespace {namespace!r}: {LIVE_COUNTS_TABLE} says {stored[0]} unpinned and "
                         f"{stored[1]} pinned, the rows say {real[0]} and {real[1]}")
             )  # fmt: skip
+
+
+def _fts_integrity(engine: Engine, report: CheckReport) -> None:
+    """FTS5's integrity check is an INSERT, so SQLite runs it as a write: in a transaction of its
+    own that waits its turn behind other writers. Inside the checks' read snapshot, a commit made
+    by another process since the snapshot began made it fail as if the index were damaged."""
     try:
-        # rank = 1 also compares the index with the rows of `memories` it indexes.
-        conn.exec_driver_sql(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
+        with write_transaction(engine) as conn:
+            # rank = 1 also compares the index with the rows of `memories` it indexes.
+            conn.exec_driver_sql(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
+    except StoreBusyError:
+        raise
     except Exception as exc:  # FTS5 reports a damaged or out-of-step index as an error
+        if isinstance(exc, OperationalError) and "readonly" in str(exc.orig):
+            report.checks_run.remove("fts")  # a read-only file cannot be asked; the report says so
+            return
         report.findings.append(Finding("fts", f"the recall index is out of step with memories ({exc.__class__.__name__})"))
 
 
@@ -143,6 +157,8 @@ def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
         if conn.dialect.name == "sqlite":
             _sqlite_checks(conn, report)
         index_model = _vector_index_checks(conn, report)
+    if engine.dialect.name == "sqlite":
+        _fts_integrity(engine, report)
     shared = _shared_files(engine) if engine.dialect.name == "sqlite" else []
     if engine.dialect.name == "sqlite":
         report.checks_run.append("permissions")

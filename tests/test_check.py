@@ -85,3 +85,28 @@ def test_a_schema_behind_head_is_reported(sqlite_store, db_path):
     shell.commit()
     report = sqlite_store.check()
     assert not report.ok and any(f.check == "schema" and "0001" in f.detail for f in report.findings)
+
+
+def test_a_write_committed_by_another_process_during_the_check_is_no_finding(sqlite_store, db_path):
+    """FTS5 checks its index with an INSERT. Run inside the checks' read snapshot, it failed as soon
+    as another writer had committed since the snapshot began, and the check reported a damaged index."""
+    from sqlalchemy import event
+
+    from memstore import MemoryStore
+
+    sqlite_store.add("User prefers dark mode.", id="m1")
+    other = MemoryStore(db_path)  # another writer, with its own connection
+    written = []
+
+    @event.listens_for(sqlite_store.engine, "before_cursor_execute")
+    def write_meanwhile(conn, cursor, statement, *args):
+        if statement.startswith("PRAGMA journal_mode") and not written:  # inside the read snapshot
+            written.append(other.add(f"an agent's turn {len(written)}")["id"])
+
+    try:
+        report = sqlite_store.check()
+    finally:
+        event.remove(sqlite_store.engine, "before_cursor_execute", write_meanwhile)
+        other.close()
+    assert written and report.ok, report.findings
+    assert "fts" in report.checks_run
