@@ -368,3 +368,10 @@ def test_list_kept_asks_for_every_kept_id(run, sample_file):
     assert listed["kept_ids"] == ["m3", "m2"]
     human = run("consolidate", "--capacity", "5", "--list-kept").output
     assert "kept: m3 m2\n" in human
+
+
+def test_only_the_commands_whose_checks_gate_the_run_say_so():
+    # maintain's verify phase runs after the other phases have committed: it reports, it does not hold back.
+    helps = {name: CliRunner().invoke(cli, [name, "--help"]).output for name in ("consolidate", "prune", "maintain")}
+    assert "apply only if all pass" in helps["consolidate"] and "apply only if all pass" in helps["prune"]
+    assert "apply only if all pass" not in helps["maintain"] and "holds nothing back" in helps["maintain"]

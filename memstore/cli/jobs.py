@@ -17,7 +17,7 @@ from .render import checks_document, print_checks, print_inventory, print_json, 
 @namespace_options
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
 @click.option("--full", is_flag=True, help="Deduplicate every key, not only those written since the last run.")
-@checks_options
+@checks_options()
 @list_kept_option
 @json_option
 @click.pass_context
@@ -51,7 +51,7 @@ def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks,
 @click.option("--min-age-days", type=int64(0), default=MIN_AGE_DAYS, show_default=True)
 @click.option("--now", default=None, metavar="DATE", help="Reference date (ISO) for staleness; default: now.")
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
-@checks_options
+@checks_options()
 @list_kept_option
 @json_option
 @click.pass_context
@@ -87,7 +87,7 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
 @click.option("--related-at", type=Fraction(0, 1), default=None, help="Cosine below which pairs are not compared (default: the classifier's).")
 @click.option("--stale-threshold", type=Fraction(0, 1), default=STALE_THRESHOLD, show_default=True)
 @click.option("--min-age-days", type=int64(0), default=MIN_AGE_DAYS, show_default=True)
-@checks_options
+@checks_options("Recall checks (JSON list of {query, expect_id}) for the verify phase, which runs after the others have committed: a failure exits 1 and holds nothing back (restore --run N undoes a phase).")
 @json_option
 @click.pass_context
 def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicate_at, related_at, stale_threshold,

@@ -25,13 +25,18 @@ def mode_option(help: str) -> Callable[[Callable], Callable]:
 CHECKS_MODE_HELP = "How recall checks rank (default: as recall does, hybrid when the store has vectors, else lexical)."
 
 
-def checks_options(fn: Callable) -> Callable:
-    fn = mode_option(CHECKS_MODE_HELP)(fn)
-    fn = click.option("-k", "k", type=int64(1), default=CHECK_K, show_default=True, help="Recall depth for --checks.")(fn)
-    return click.option(
-        "--checks", type=click.File("rb"), default=None,
-        help="Recall checks (JSON list of {query, expect_id}); apply only if all pass.",
-    )(fn)  # fmt: skip
+GATING_CHECKS_HELP = "Recall checks (JSON list of {query, expect_id}); apply only if all pass."
+
+
+def checks_options(checks_help: str = GATING_CHECKS_HELP) -> Callable:
+    """--checks FILE, -k and --mode; `checks_help` says what the command does with the checks."""
+
+    def decorate(fn: Callable) -> Callable:
+        fn = mode_option(CHECKS_MODE_HELP)(fn)
+        fn = click.option("-k", "k", type=int64(1), default=CHECK_K, show_default=True, help="Recall depth for --checks.")(fn)
+        return click.option("--checks", type=click.File("rb"), default=None, help=checks_help)(fn)
+
+    return decorate
 
 
 def read_checks_file(file) -> list[dict[str, str]] | None:
