@@ -20,7 +20,7 @@ from .migrate import upgrade
 from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, rows_at, run_rows
 from .records import PreparedRow, lifetime_change, now_ms, one_memory, prepare_row
 from .schema import MEMORY_COLUMNS
-from .validate import check_capacity, check_moment
+from .validate import check_capacity, check_limit, check_moment
 from .writes import AddResult, add_in_transaction, same_key_ids
 
 if TYPE_CHECKING:
@@ -180,6 +180,7 @@ class MemoryStore:
     ) -> list[dict[str, Any]]:
         """Memories of one namespace (None: all), live in rank order, or archived by archive time;
         `as_of` (Unix ms): the memories that were live at that moment instead (memstore.as_of)."""
+        limit = check_limit(limit, "list")
         if as_of is None:
             return list(self.iter_rows(namespace, archived=archived, limit=limit))
         with read_transaction(self.engine) as conn:
@@ -191,6 +192,7 @@ class MemoryStore:
     ) -> Iterator[dict[str, Any]]:
         """Rows of one namespace (None: all), live in (namespace, rank) order or archived by archive
         time. `namespace_prefix="a.b"` takes the namespaces "a.b" and "a.b.*" instead."""
+        limit = check_limit(limit, "iter_rows")
         with read_transaction(self.engine) as conn:
             yield from iter_rows(conn, namespace, archived=archived, limit=limit, namespace_prefix=namespace_prefix)
 
@@ -212,6 +214,7 @@ class MemoryStore:
 
     def runs(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Runs, newest first."""
+        limit = check_limit(limit, "runs")
         with read_transaction(self.engine) as conn:
             return run_rows(conn, limit)
 

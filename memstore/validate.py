@@ -86,11 +86,23 @@ def check_moment(value: Any, location: str, field: str = "as_of") -> int:
     return check_int(value, location, field, INT64_MIN, INT64_MAX)
 
 
+# A run records its capacity in a 32-bit column on PostgreSQL (consolidation_runs.capacity): a
+# larger one failed the run there ("integer out of range") while SQLite took it. Two billion
+# memories per namespace is beyond any store, so both backends take the same range.
+CAPACITY_MAX = 2**31 - 1
+
+
+def check_limit(limit: Any, location: str) -> int | None:
+    """At most how many rows a read returns (None: all). A negative one meant "all" on SQLite and
+    failed on PostgreSQL, so it is refused on both."""
+    return None if limit is None else check_int(limit, location, "limit", 0, INT64_MAX)
+
+
 def check_capacity(capacity: Any) -> int:
     if not is_int(capacity) or capacity < 0:
         raise ValidationError("capacity", None, f"must be a non-negative integer, got {_describe(capacity)}")
-    if capacity > INT64_MAX:
-        raise ValidationError("capacity", None, f"must be at most {INT64_MAX} (64 bits), got {_describe(capacity)}")
+    if capacity > CAPACITY_MAX:
+        raise ValidationError("capacity", None, f"must be at most {CAPACITY_MAX:,}, got {_describe(capacity)}")
     return capacity
 
 

@@ -1051,3 +1051,16 @@ def test_the_api_refuses_nan_thresholds_and_capacities_past_64_bits_before_writi
             with pytest.raises(ValidationError):
                 call()
         assert store.runs() == runs
+
+
+def test_capacities_and_limits_take_the_same_range_on_both_backends(store):
+    """PostgreSQL records a run's capacity in 32 bits and refuses a negative LIMIT, where SQLite took
+    both: each is refused before anything runs, on either backend, naming its field."""
+    store.add_many([{"id": f"m{n}", "text": f"fact {n}"} for n in range(3)])
+    with pytest.raises(ValidationError, match="capacity.*at most 2,147,483,647"):
+        store.consolidate(2**31)
+    assert store.consolidate(2**31 - 1).run_id is not None  # the largest capacity is recorded
+    for read in (lambda: store.list(limit=-1), lambda: store.list(limit=-1, as_of=2**40), lambda: store.runs(limit=-1)):
+        with pytest.raises(ValidationError, match="'limit'"):
+            read()
+    assert len(store.list(limit=2)) == 2
