@@ -214,8 +214,8 @@ def read_memories(
                 raise value
             location = f"{name} line {line}"
             record = _to_input_record(value, location)
-            if namespace is not None:
-                record.setdefault("namespace", namespace)
+            if namespace is not None and record.get("namespace") is None:  # null is "not given", as for every field
+                record["namespace"] = namespace
             result.prepared.append(prepare_row(record, location, now))
         except ValidationError as error:
             if not skip_invalid:

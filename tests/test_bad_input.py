@@ -1064,3 +1064,21 @@ def test_capacities_and_limits_take_the_same_range_on_both_backends(store):
         with pytest.raises(ValidationError, match="'limit'"):
             read()
     assert len(store.list(limit=2)) == 2
+
+
+def test_import_namespace_option_fills_a_null_namespace_too(tmp_path):
+    path = tmp_path / "n.jsonl"
+    path.write_text('{"id": "n1", "text": "a", "namespace": null}\n{"id": "n2", "text": "b", "namespace": "kept"}\n')
+    db = tmp_path / "store.db"
+    assert CliRunner().invoke(cli, ["--db", str(db), "import", str(path), "-n", "foo"]).exit_code == 0
+    with MemoryStore(db) as store:
+        assert {row["id"]: row["namespace"] for row in store.list(None)} == {"n1": "foo", "n2": "kept"}
+
+
+def test_a_forget_reason_that_is_not_unicode_is_refused_and_runs_json_stays_json(tmp_path):
+    db = tmp_path / "store.db"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--db", str(db), "add", "x", "--id", "g"]).exit_code == 0
+    bad = runner.invoke(cli, ["--db", str(db), "forget", "g", "--reason", "\udcff"])  # argv's undecodable byte 0xff
+    assert bad.exit_code == 1 and "reason" in bad.output and bad.output.count("\n") == 1
+    assert json.loads(runner.invoke(cli, ["--db", str(db), "runs", "--json"]).output) == []
