@@ -375,3 +375,11 @@ def test_only_the_commands_whose_checks_gate_the_run_say_so():
     helps = {name: CliRunner().invoke(cli, [name, "--help"]).output for name in ("consolidate", "prune", "maintain")}
     assert "apply only if all pass" in helps["consolidate"] and "apply only if all pass" in helps["prune"]
     assert "apply only if all pass" not in helps["maintain"] and "holds nothing back" in helps["maintain"]
+
+
+@pytest.mark.parametrize("command", [["show", "\udcff"], ["history", "\udcff"], ["list", "-n", "\udcff"], ["forget", "\udcff"]])
+def test_an_argument_that_is_not_utf8_is_one_line_naming_it(run, command):
+    run("add", "x", "--id", "g")
+    result = run(*command)
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert "not valid UTF-8" in result.output and "unexpected" not in result.output

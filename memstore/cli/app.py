@@ -64,6 +64,11 @@ class MemstoreGroup(click.Group):
             raise click.ClickException(database_error(exc, (ctx.obj or {}).get("location", "the store"))) from None
         except OSError as exc:
             raise click.ClickException(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
+        except UnicodeEncodeError as exc:
+            # An argument with bytes that are not UTF-8 reaches Python as lone surrogates, which no
+            # database can store; the commands that check their text say which field, the rest land here.
+            undecodable = exc.object[exc.start : exc.end].encode("utf-8", "surrogateescape")
+            raise click.ClickException(f"an argument is not valid UTF-8 text ({undecodable!r}); give every argument as UTF-8") from None
 
 
 @click.group(cls=MemstoreGroup)
