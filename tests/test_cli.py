@@ -383,3 +383,15 @@ def test_an_argument_that_is_not_utf8_is_one_line_naming_it(run, command):
     result = run(*command)
     assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
     assert "not valid UTF-8" in result.output and "unexpected" not in result.output
+
+
+def test_a_memorys_control_characters_reach_a_terminal_as_escapes_not_as_commands(run):
+    # A memory's text is whatever an agent read: an escape sequence in it must not drive the terminal
+    # of the person who lists it, nor a bidirectional override reorder what they read.
+    text = "Invoice paid\x1b[2J\x1b]0;owned\x07 \u202egnp.exe"
+    run("add", text, "--id", "m1")
+    for command in (["list"], ["show", "m1"], ["recall", "invoice"], ["history", "m1"]):
+        output = run(*command).output
+        assert "\x1b" not in output and "\x07" not in output and "\u202e" not in output, command
+        assert "Invoice paid\\x1b[2J" in output, command
+    assert json.loads(run("show", "m1", "--json").output)["text"] == text  # --json keeps the text exact

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .options import json_option, lifetime_options, open_store, parse_meta
-from .render import print_history, print_json, print_row, print_undo
+from .render import echo, print_history, print_json, print_row, print_undo
 
 
 @click.command()
@@ -26,7 +26,7 @@ def forget(ctx, memory_ids, reason, as_json) -> None:
     report = open_store(ctx).forget(list(memory_ids), reason=reason)
     if as_json:
         return print_json(report.to_dict())
-    click.echo(f"run {report.run_id}: forgot {', '.join(entry.id for entry in report.archived)}")
+    echo(f"run {report.run_id}: forgot {', '.join(entry.id for entry in report.archived)}")
     print_undo(ctx, report.run_id)
 
 
@@ -82,7 +82,7 @@ def supersede(ctx, old, by, as_json) -> None:
     report = open_store(ctx).supersede(old, by=by)
     if as_json:
         return print_json(report.to_dict())
-    click.echo(f"run {report.run_id}: {old} superseded by {by}")
+    echo(f"run {report.run_id}: {old} superseded by {by}")
     print_undo(ctx, report.run_id)
 
 

@@ -11,6 +11,25 @@ from typing import Any
 
 import click
 
+# What a terminal must not be handed raw: control characters (an escape sequence can move the cursor,
+# retitle the window or hide what follows) and the bidirectional overrides that reorder what is
+# shown. A memory's text is whatever an agent read, so each is printed as its escape (\x1b, \u202e).
+_ESCAPES = {code: repr(chr(code))[1:-1] for code in [*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+
+
+def visible(text: str) -> str:
+    r"""`text` with every character a terminal would act on written as its escape.
+
+    >>> print(visible("dark mode\x1b[2J\u202egnp.exe"))
+    dark mode\x1b[2J\u202egnp.exe
+    """
+    return text.translate(_ESCAPES)
+
+
+def echo(line: str, *, err: bool = False) -> None:
+    """One line of human output (`--json` documents go through print_json, whose JSON escapes them)."""
+    click.echo(visible(line), err=err)
+
 
 def print_json(document: Any) -> None:
     # One line per document, so output appended to a log stays JSON Lines.
@@ -18,10 +37,10 @@ def print_json(document: Any) -> None:
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    cells = [[("" if v is None else str(v)).replace("\n", " ") for v in row] for row in rows]
+    cells = [[visible(("" if v is None else str(v)).replace("\n", " ")) for v in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     for line in (headers, ["-" * w for w in widths], *cells):
-        click.echo("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip())
+        echo("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip())
 
 
 def iso(ms: int | None) -> str:
@@ -44,7 +63,7 @@ def print_row(row: dict[str, Any]) -> None:
             row[field] = f"{row[field]} ({when} UTC)" if when else str(row[field])
     width = max(len(k) for k in row)
     for key, value in row.items():
-        click.echo(f"{key.ljust(width)}  {'' if value is None else value}")
+        echo(f"{key.ljust(width)}  {'' if value is None else value}")
 
 
 def print_run(ctx: click.Context, report) -> None:
@@ -59,18 +78,18 @@ def print_run(ctx: click.Context, report) -> None:
     if report.expired and report.kind != "expire":
         archived = f"{report.expired} expired, {archived}"
     if report.dry_run:
-        click.echo(f"dry run, nothing written: {report.live_before} live; would keep {kept}, archive {archived}")
+        echo(f"dry run, nothing written: {report.live_before} live; would keep {kept}, archive {archived}")
     else:
-        click.echo(f"run {report.run_id}: {report.live_before} live before; kept {kept}, archived {archived}")
+        echo(f"run {report.run_id}: {report.live_before} live before; kept {kept}, archived {archived}")
     if report.archived:
         print_table(["archived", "namespace", "reason", "superseded_by"],
                     [[a.id, a.namespace, a.reason, a.superseded_by] for a in report.archived])  # fmt: skip
     if report.kept_ids is not None:
-        click.echo(f"kept: {' '.join(report.kept_ids)}")
+        echo(f"kept: {' '.join(report.kept_ids)}")
     if report.checks:
-        click.echo(f"recall checks ranked by {report.checks[0].mode} recall")
+        echo(f"recall checks ranked by {report.checks[0].mode} recall")
     for check in report.checks:
-        click.echo(f"check {'pass' if check.passed else 'FAIL'}: {check.query!r} expects {check.expect_id}")
+        echo(f"check {'pass' if check.passed else 'FAIL'}: {check.query!r} expects {check.expect_id}")
     if not report.dry_run and report.archived:
         print_undo(ctx, report.run_id)
 
@@ -79,49 +98,49 @@ def print_undo(ctx: click.Context, run_id: int) -> None:
     db_option = ""
     if ctx.find_root().get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
         db_option = f"--db {shlex.quote(ctx.find_root().params['db'])} "
-    click.echo(f"undo with: memstore {db_option}restore --run {run_id}")
+    echo(f"undo with: memstore {db_option}restore --run {run_id}")
 
 
 def print_maintain(report) -> None:
     """Each phase of a maintain run on a line, then what it archived and flagged."""
     if report.dry_run:
-        click.echo("dry run, nothing written:")
+        echo("dry run, nothing written:")
     for phase in report.phases:
         run = f"run {phase.run_id}" if phase.run_id is not None else ""
         detail = phase.error or ", ".join(f"{key} {value}" for key, value in phase.counts.items())
-        click.echo(f"{phase.name:<10}  {phase.status:<7}  {run:<8}  {detail}".rstrip())
+        echo(f"{phase.name:<10}  {phase.status:<7}  {run:<8}  {detail}".rstrip())
         for entry in phase.archived:
             similarity = "" if entry["similarity"] is None else f" (cosine {entry['similarity']:.3f})"
             by = f" -> {entry['superseded_by']}" if entry["superseded_by"] else ""
-            click.echo(f"    archived {entry['id']} as {entry['reason']}{by}{similarity}")
+            echo(f"    archived {entry['id']} as {entry['reason']}{by}{similarity}")
         for flag in phase.flags:
-            click.echo(f"    flagged {flag['a']} vs {flag['b']} (newer) cosine {flag['similarity']:.3f}: {flag['reason']}")
+            echo(f"    flagged {flag['a']} vs {flag['b']} (newer) cosine {flag['similarity']:.3f}: {flag['reason']}")
 
 
 def print_inventory(result: dict[str, Any]) -> None:
     """The hygiene report: counts, then each finding (the stalest ten)."""
-    click.echo(
+    echo(
         f"{result['total_records']} memories, {result['total_text_chars']} characters; "
         f"{result['pinned']} pinned, {result['never_recalled']} never recalled"
     )
-    click.echo(f"days idle: oldest {result['oldest_age_days']}, median {result['median_age_days']}")
-    click.echo(f"exact duplicate groups: {len(result['exact_duplicate_groups'])}")
+    echo(f"days idle: oldest {result['oldest_age_days']}, median {result['median_age_days']}")
+    echo(f"exact duplicate groups: {len(result['exact_duplicate_groups'])}")
     for group in result["exact_duplicate_groups"]:
-        click.echo(f"  {', '.join(group)}")
-    click.echo(f"near-duplicate pairs (Jaccard >= {result['near_duplicate_threshold']}): {len(result['near_duplicate_pairs'])}")
+        echo(f"  {', '.join(group)}")
+    echo(f"near-duplicate pairs (Jaccard >= {result['near_duplicate_threshold']}): {len(result['near_duplicate_pairs'])}")
     for pair in result["near_duplicate_pairs"]:
-        click.echo(f"  {pair['ids'][0]} ~ {pair['ids'][1]}  {pair['jaccard']}")
-    click.echo(f"possible contradictions (review by hand): {len(result['contradiction_flags'])}")
+        echo(f"  {pair['ids'][0]} ~ {pair['ids'][1]}  {pair['jaccard']}")
+    echo(f"possible contradictions (review by hand): {len(result['contradiction_flags'])}")
     for flag in result["contradiction_flags"]:
-        click.echo(f"  {flag['ids'][0]} vs {flag['ids'][1]}  {flag['reason']} ({flag['jaccard']})")
-    click.echo(f"open contradiction flags (memstore flags): {len(result['open_flags'])}")
+        echo(f"  {flag['ids'][0]} vs {flag['ids'][1]}  {flag['reason']} ({flag['jaccard']})")
+    echo(f"open contradiction flags (memstore flags): {len(result['open_flags'])}")
     for flag in result["open_flags"]:
-        click.echo(f"  flag {flag['id']}: {flag['older_id']} vs {flag['newer_id']} (newer)  {flag['reason']}")
+        echo(f"  flag {flag['id']}: {flag['older_id']} vs {flag['newer_id']} (newer)  {flag['reason']}")
     stalest = [s for s in result["staleness"] if s["staleness"] > 0][:10]
-    click.echo(f"stalest (of {len(result['staleness'])}):")
+    echo(f"stalest (of {len(result['staleness'])}):")
     for entry in stalest:
         pin = ", pinned" if entry["pinned"] else ""
-        click.echo(f"  {entry['id']}  {entry['staleness']}  ({entry['age_days']} days idle, {entry['recall_count']} recalls{pin})")
+        echo(f"  {entry['id']}  {entry['staleness']}  ({entry['age_days']} days idle, {entry['recall_count']} recalls{pin})")
 
 
 def checks_document(results) -> dict[str, Any]:
@@ -132,11 +151,11 @@ def checks_document(results) -> dict[str, Any]:
 def print_checks(results, k: int) -> None:
     """Which recall ranked, each recall check (pass or FAIL, with the top k it saw), then the tally."""
     if results:
-        click.echo(f"recall checks ranked by {results[0].mode} recall, top {k}")
+        echo(f"recall checks ranked by {results[0].mode} recall, top {k}")
     for r in results:
         via = f" (now {r.resolved_id})" if r.resolved_id not in (None, r.expect_id) else ""
-        click.echo(f"{'pass' if r.passed else 'FAIL'}  {r.query!r} expects {r.expect_id}{via}; top {k}: {', '.join(r.top_ids) or '-'}")
-    click.echo(f"{sum(1 for r in results if r.passed)}/{len(results)} checks passed")
+        echo(f"{'pass' if r.passed else 'FAIL'}  {r.query!r} expects {r.expect_id}{via}; top {k}: {', '.join(r.top_ids) or '-'}")
+    echo(f"{sum(1 for r in results if r.passed)}/{len(results)} checks passed")
 
 
 def print_recalled(rows: list[dict[str, Any]]) -> None:
@@ -184,5 +203,5 @@ def print_history(rows: list[dict[str, Any]]) -> None:
 def print_check(report) -> None:
     """Each integrity finding (fixed or FOUND), then the verdict."""
     for finding in report.findings:
-        click.echo(f"{'fixed' if finding.fixed else 'FOUND'}  {finding.check}: {finding.detail}")
-    click.echo(f"{'ok' if report.ok else 'problems found'}: {len(report.checks_run)} checks, {len(report.findings)} findings")
+        echo(f"{'fixed' if finding.fixed else 'FOUND'}  {finding.check}: {finding.detail}")
+    echo(f"{'ok' if report.ok else 'problems found'}: {len(report.checks_run)} checks, {len(report.findings)} findings")

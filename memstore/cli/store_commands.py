@@ -12,7 +12,7 @@ from ..files import replaced_privately
 from ..migrate import SCHEMA_HEAD
 from ..records import memory_state, now_ms
 from .options import as_of_option, chosen_namespace, int64, json_option, lifetime_options, namespace_options, open_store, parse_meta
-from .render import print_check, print_json, print_memories, print_row, print_runs
+from .render import echo, print_check, print_json, print_memories, print_row, print_runs
 
 
 @click.command()
@@ -71,7 +71,7 @@ def add(ctx, text, memory_id, namespace, timestamp, importance, pinned, fact_key
         text, id=memory_id, namespace=namespace, timestamp=timestamp, importance=importance,
         pinned=pinned, fact_key=fact_key, meta=parse_meta(meta), ttl=ttl, expires_at=expires_at,
     )  # fmt: skip
-    print_json(row) if as_json else click.echo(row["id"])
+    print_json(row) if as_json else echo(row["id"])
 
 
 @click.command("import")
@@ -107,7 +107,7 @@ def import_(ctx, file, namespace, skip_invalid, as_json) -> None:
     else:
         result = store.import_file(file, name, namespace, skip_invalid=skip_invalid)
     for reason in result.rejected:
-        click.echo(f"skipped: {reason}", err=True)
+        echo(f"skipped: {reason}", err=True)
     if as_json:
         return print_json({"added": result.added, "unchanged": result.unchanged, "skipped": result.skipped})
     skipped = f"; skipped {result.skipped} invalid records" if skip_invalid else ""
