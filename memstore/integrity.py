@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, Engine, bindparam, select, update
+from sqlalchemy import JSON, Boolean, Connection, Engine, Integer, bindparam, select, update
 from sqlalchemy.exc import OperationalError
 
 from .db import read_transaction, write_transaction
@@ -64,8 +64,31 @@ def _stale_keys(conn: Connection) -> list[tuple[str, str, str]]:
     return wrong
 
 
+def _value_types(conn: Connection) -> list[Finding]:
+    """Rows whose values SQLite's loose typing let a hand edit in the shell break: an integer
+    column holding text or a real (it would sort and rank wrongly), or `meta` that is not JSON (every
+    read of that row would fail). PostgreSQL's columns refuse both."""
+    findings = []
+    for table in (memories, memory_archive):
+        for column in table.columns:
+            if isinstance(column.type, (Integer, Boolean)):
+                wanted = "('integer', 'null')" if column.nullable else "('integer')"
+                condition = f"typeof({column.name}) NOT IN {wanted}"
+            elif isinstance(column.type, JSON):
+                condition = f"{column.name} IS NOT NULL AND NOT json_valid({column.name})"
+            else:
+                continue
+            bad = conn.exec_driver_sql(f"SELECT id, typeof({column.name}) FROM {table.name} WHERE {condition} ORDER BY id").all()
+            findings += [
+                Finding("values", f"{table.name} {row_id!r}: {column.name} holds " + ("text that is not JSON" if kind == "text" and isinstance(column.type, JSON) else f"a {kind}") + "; correct it in the shell")
+                for row_id, kind in bad
+            ]  # fmt: skip
+    return findings
+
+
 def _sqlite_checks(conn: Connection, report: CheckReport) -> None:
-    report.checks_run += ["integrity_check", "journal_mode", "fts", "live_counts"]
+    report.checks_run += ["integrity_check", "journal_mode", "fts", "live_counts", "values"]
+    report.findings += _value_types(conn)
     problems = [row[0] for row in conn.exec_driver_sql("PRAGMA integrity_check").fetchall()]
     if problems != ["ok"]:
         report.findings += [Finding("integrity_check", problem) for problem in problems]

@@ -20,7 +20,7 @@ def test_a_healthy_store_passes(sqlite_store, db_path):
     sqlite_store.add_many(SEED_SAMPLE)
     sqlite_store.consolidate(1)
     result = run(db_path, "check")
-    assert (result.exit_code, result.output) == (0, "ok: 9 checks, 0 findings\n")
+    assert (result.exit_code, result.output) == (0, "ok: 10 checks, 0 findings\n")
 
 
 def test_text_edited_in_the_shell_is_found_and_fixed(sqlite_store, db_path):
@@ -110,3 +110,18 @@ def test_a_write_committed_by_another_process_during_the_check_is_no_finding(sql
         other.close()
     assert written and report.ok, report.findings
     assert "fts" in report.checks_run
+
+
+def test_values_a_shell_edit_broke_are_found_and_reads_of_them_say_so(sqlite_store, db_path):
+    sqlite_store.add("good", id="g")
+    sqlite_store.add("second", id="t")
+    with sqlite3.connect(db_path) as conn:  # SQLite's loose typing lets a hand edit store these
+        conn.execute("""UPDATE memories SET meta = '{"a":1' WHERE id = 'g'""")
+        conn.execute("UPDATE memories SET timestamp = 'abc' WHERE id = 't'")
+    report = sqlite_store.check()
+    assert [f.detail for f in report.findings if f.check == "values"] == [
+        "memories 't': timestamp holds a text; correct it in the shell",
+        "memories 'g': meta holds text that is not JSON; correct it in the shell",
+    ]
+    shown = run(db_path, "show", "g")
+    assert shown.exit_code == 1 and shown.output.count("\n") == 1 and "memstore check" in shown.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from importlib import import_module
 from typing import Any
@@ -64,6 +65,9 @@ class MemstoreGroup(click.Group):
             raise click.ClickException(database_error(exc, (ctx.obj or {}).get("location", "the store"))) from None
         except OSError as exc:
             raise click.ClickException(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
+        except json.JSONDecodeError:
+            # Only a stored value can fail so: input JSON is decoded by memstore's own checks.
+            raise click.ClickException("a stored meta value is not JSON (edited by hand?); `memstore check` names the row") from None
         except UnicodeEncodeError as exc:
             # An argument with bytes that are not UTF-8 reaches Python as lone surrogates, which no
             # database can store; the commands that check their text say which field, the rest land here.
