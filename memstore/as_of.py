@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, union_all
 
-from .fulltext import by_words_held, choose_words, query_expression
+from .fulltext import PG_SEPARATORS, by_words_held, choose_words, query_expression
 from .reads import present_rows, rows_at
 from .schema import is_unexpired, memories, unexpired
 from .schema import memory_archive as archive
@@ -88,7 +88,7 @@ def _ts_rank(conn: Connection, namespace: str, at: int, words: list[str]) -> dic
     """PostgreSQL's full-text score of each memory of `namespace` visible at `at` that holds any of
     `words`, as its recall computes it (memstore.fulltext.RECALL_SQL)."""
     visible = union_all(*(present_rows(table, at, namespace).where(unexpired(table, at)) for table in (memories, archive))).subquery("visible")
-    document = func.to_tsvector("simple", visible.c.text)
+    document = func.to_tsvector("simple", func.translate(visible.c.text, PG_SEPARATORS, " " * len(PG_SEPARATORS)))  # as pg_document
     tsquery = func.to_tsquery("simple", query_expression(words, "postgresql"))
     rows = conn.execute(select(visible.c.id, func.ts_rank(document, tsquery)).where(document.op("@@")(tsquery)))
     return {memory_id: float(score) for memory_id, score in rows}

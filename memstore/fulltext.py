@@ -1,7 +1,7 @@
 """Full-text recall: search over the live set, ranked by relevance, ties broken by id.
 
 SQLite uses the FTS5 index `memories_fts` (kept in step with `memories` by triggers), PostgreSQL a GIN
-index on `to_tsvector('simple', text)`. A query is split into words; a memory matches when it
+index on `pg_document("text")`, the same words as FTS5's. A query is split into words; a memory matches when it
 contains any of them, except the words that say nothing about which memory is meant (`recall_words`):
 function words ("what", "did", "the") and words held by very many memories drop out when the query
 has another word. A query made only of such common words is ranked among the namespace's newest
@@ -10,6 +10,7 @@ memories holding them (`_recall_among_newest`), which bounds what it costs at an
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,20 @@ from .db import rows_in
 from .records import now_ms
 from .schema import FTS_TABLE, MEMORY_COLUMNS, is_unexpired, memories, unexpired
 from .words import FUNCTION_WORDS, tokens
+
+
+# FTS5 (unicode61) splits words at every character that is not a letter or a digit. PostgreSQL's
+# parser keeps an e-mail address, a host, a URL, a path, a version, a date or a signed number as one
+# word, which no query word then matches; with ASCII punctuation turned into spaces first it sees
+# FTS5's words. ("%" is left out: a driver would read it as a placeholder. It makes no such token.)
+# Revision 0011 builds the GIN index on this same expression, so the queries below use it.
+PG_SEPARATORS = string.punctuation.replace("%", "")
+
+
+def pg_document(column_sql: str) -> str:
+    """PostgreSQL's full-text document of a text column, as the GIN index has it."""
+    separators = PG_SEPARATORS.replace("'", "''")
+    return f"to_tsvector('simple', translate({column_sql}, '{separators}', '{' ' * len(PG_SEPARATORS)}'))"
 
 
 # A memory's columns by name, in the models' order: `m.*` would also bring a column someone added
@@ -36,10 +51,10 @@ RECALL_SQL = {
         f"ORDER BY bm25({FTS_TABLE}), m.id LIMIT :k"
     ),
     "postgresql": (
-        f"SELECT {_MEMORY_FIELDS}, ts_rank(to_tsvector('simple', m.text), query) AS score "
+        f"SELECT {_MEMORY_FIELDS}, ts_rank({pg_document('m.text')}, query) AS score "
         "FROM memories AS m, to_tsquery('simple', :expression) AS query "
-        "WHERE to_tsvector('simple', m.text) @@ query AND m.namespace = :namespace AND (m.expires_at IS NULL OR m.expires_at > :now) "
-        "ORDER BY ts_rank(to_tsvector('simple', m.text), query) DESC, m.id LIMIT :k"
+        f"WHERE {pg_document('m.text')} @@ query AND m.namespace = :namespace AND (m.expires_at IS NULL OR m.expires_at > :now) "
+        f"ORDER BY ts_rank({pg_document('m.text')}, query) DESC, m.id LIMIT :k"
     ),
 }
 
@@ -69,7 +84,7 @@ WORD_COUNT_SQL = {
     "sqlite": f"SELECT count(*) FROM (SELECT 1 FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :word LIMIT :limit)",
     "postgresql": (
         "SELECT count(*) FROM (SELECT 1 FROM memories "
-        "WHERE to_tsvector('simple', text) @@ to_tsquery('simple', :word) LIMIT :limit) AS holding"
+        f"WHERE {pg_document('text')} @@ to_tsquery('simple', :word) LIMIT :limit) AS holding"
     ),
 }
 
@@ -203,7 +218,7 @@ NEWEST_MATCHES_SQL = {
         f"ORDER BY {FTS_TABLE}.rowid DESC LIMIT :limit"
     ),
     "postgresql": (
-        "SELECT seq, id, text FROM memories WHERE to_tsvector('simple', text) @@ to_tsquery('simple', :expression) "
+        f"SELECT seq, id, text FROM memories WHERE {pg_document('text')} @@ to_tsquery('simple', :expression) "
         "AND namespace = :namespace AND (expires_at IS NULL OR expires_at > :now) ORDER BY seq DESC LIMIT :limit"
     ),
 }

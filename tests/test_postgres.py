@@ -247,3 +247,18 @@ def test_a_read_transaction_on_postgresql_is_one_snapshot(pg_url):
             assert conn.execute(text("SELECT count(*) FROM memories")).scalar_one() == 2
         with write_transaction(store.engine) as conn:  # writers keep the server's default
             assert conn.execute(text("SHOW transaction_isolation")).scalar_one() == "read committed"
+
+
+def test_recall_on_postgresql_queries_the_expression_its_gin_index_is_built_on(pg_url):
+    """Revision 0011 froze the index's expression; memstore.fulltext builds its queries with
+    pg_document. If the two drifted apart, every recall would scan the table."""
+    from memstore.fulltext import WORD_COUNT_SQL, pg_document
+
+    with MemoryStore(pg_url) as store:
+        store.add_many([{"id": f"m{n}", "text": f"Contact user{n}@example.com"} for n in range(50)])
+        with store.engine.connect() as conn:
+            conn.exec_driver_sql("SET enable_seqscan = off")
+            plan = conn.execute(text("EXPLAIN " + WORD_COUNT_SQL["postgresql"]), {"word": "example", "limit": 10}).scalars().all()
+            indexdef = conn.execute(text("SELECT indexdef FROM pg_indexes WHERE indexname = 'memories_fts_gin'")).scalar_one()
+    assert any("memories_fts_gin" in line for line in plan), plan
+    assert "translate(text" in indexdef and pg_document("text").startswith("to_tsvector('simple', translate(")
