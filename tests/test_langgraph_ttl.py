@@ -21,6 +21,10 @@ from memstore.integrations.langgraph import MemstoreStore, namespace_to_text
 # Long enough that each wait's margin (0.2 s to 0.4 x TTL) outlasts a stall of a loaded machine.
 TTL_SECONDS = 1.5
 TTL_MINUTES = TTL_SECONDS / 60
+# The refresh tests assert an item is still live a fixed wait after its lifetime restarted: a
+# longer lifetime, so a loaded machine's stall (0.6 s was seen) stays inside the margin.
+REFRESH_TTL_SECONDS = 3.0
+REFRESH_TTL_MINUTES = REFRESH_TTL_SECONDS / 60
 LONG_MINUTES = 5.0  # long enough that nothing below races it
 
 
@@ -93,15 +97,15 @@ def test_a_sweep_that_finds_nothing_writes_nothing(open_store):
 
 
 def test_ttl_refresh(open_store):
-    store = open_store({"default_ttl": TTL_MINUTES, "refresh_on_read": True})
+    store = open_store({"default_ttl": REFRESH_TTL_MINUTES, "refresh_on_read": True})
     store.put(("test",), "item1", {"value": "test"})
-    time.sleep(TTL_SECONDS / 2)
+    time.sleep(REFRESH_TTL_SECONDS / 2)
     assert store.sweep_ttl() == 0
     assert store.get(("test",), "item1", refresh_ttl=True) is not None  # starts its lifetime again
-    time.sleep(TTL_SECONDS / 2 + 0.2)  # past the first lifetime, within the refreshed one
+    time.sleep(REFRESH_TTL_SECONDS / 2 + 0.2)  # past the first lifetime, within the refreshed one
     assert store.sweep_ttl() == 0
     assert store.get(("test",), "item1", refresh_ttl=False).value["value"] == "test"
-    time.sleep(TTL_SECONDS + 0.4)
+    time.sleep(REFRESH_TTL_SECONDS + 0.4)
     assert store.sweep_ttl() == 1
     assert store.get(("test",), "item1") is None
 
@@ -168,16 +172,16 @@ def test_search_with_ttl(open_store):
 def test_store_ttl_refreshed_by_get_and_by_search(open_store):
     """checkpoint-postgres's test_store_ttl: a get and a search with refresh_ttl keep an item alive;
     reads without it do not."""
-    store = open_store({"default_ttl": TTL_MINUTES, "refresh_on_read": True})
+    store = open_store({"default_ttl": REFRESH_TTL_MINUTES, "refresh_on_read": True})
     namespace = ("foo",)
-    store.put(namespace, key="item1", value={"foo": "bar"}, ttl=TTL_MINUTES)
-    time.sleep(TTL_SECONDS * 0.6)
+    store.put(namespace, key="item1", value={"foo": "bar"}, ttl=REFRESH_TTL_MINUTES)
+    time.sleep(REFRESH_TTL_SECONDS * 0.6)
     assert store.get(namespace, key="item1", refresh_ttl=True) is not None
-    time.sleep(TTL_SECONDS * 0.6)
+    time.sleep(REFRESH_TTL_SECONDS * 0.6)
     assert len(store.search(namespace, query="foo", refresh_ttl=True)) == 1
-    time.sleep(TTL_SECONDS * 0.6)
+    time.sleep(REFRESH_TTL_SECONDS * 0.6)
     assert store.get(namespace, key="item1", refresh_ttl=False) is not None
-    time.sleep(TTL_SECONDS * 0.6)
+    time.sleep(REFRESH_TTL_SECONDS * 0.6)
     assert store.search(namespace, query="bar", refresh_ttl=False) == []
 
 
