@@ -32,7 +32,7 @@ from ..words import tokens
 
 # What full coverage of the query's words is worth, in cosine (chosen on the tuning halves of
 # tests/data: see docs/semantic.md and scripts/eval_recall.py --tune).
-LEXICAL_WEIGHT = 0.5
+LEXICAL_WEIGHT = 0.55
 # The constant of plain reciprocal rank fusion, as usually published; kept as the baseline.
 RRF_K = 60
 
@@ -100,7 +100,7 @@ def fuse(candidates: Iterable[Candidate], k: int, *, lexical_weight: float = LEX
     ...                Candidate("walks", 0.55, 0.1, ("semantic",)),
     ...                Candidate("fonts", 0.20, 0.2, ("lexical",))], 2)
     >>> [(r.id, round(r.score, 2), r.found_by) for r in ranked]
-    [('dog', 0.81, ('lexical', 'semantic')), ('walks', 0.6, ('semantic',))]
+    [('dog', 0.85, ('lexical', 'semantic')), ('walks', 0.61, ('semantic',))]
     """
     if k <= 0:
         return []
