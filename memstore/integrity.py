@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from sqlalchemy import JSON, Boolean, Connection, Engine, Integer, bindparam, select, update
+from sqlalchemy import JSON, Connection, Engine, Integer, bindparam, select, update
 from sqlalchemy.exc import OperationalError
 
 from .db import read_transaction, write_transaction
@@ -66,12 +66,13 @@ def _stale_keys(conn: Connection) -> list[tuple[str, str, str]]:
 
 def _value_types(conn: Connection) -> list[Finding]:
     """Rows whose values SQLite's loose typing let a hand edit in the shell break: an integer
-    column holding text or a real (it would sort and rank wrongly), or `meta` that is not JSON (every
-    read of that row would fail). PostgreSQL's columns refuse both."""
+    column holding text or a real (it would sort and rank wrongly: SQLite orders text above every
+    number), or `meta` that is not JSON (every read of that row would fail). PostgreSQL's columns
+    refuse both. `pinned` is not among them: the rules read any value but 0 as pinned."""
     findings = []
     for table in (memories, memory_archive):
         for column in table.columns:
-            if isinstance(column.type, (Integer, Boolean)):
+            if isinstance(column.type, Integer):
                 wanted = "('integer', 'null')" if column.nullable else "('integer')"
                 condition = f"typeof({column.name}) NOT IN {wanted}"
             elif isinstance(column.type, JSON):
