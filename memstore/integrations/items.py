@@ -119,7 +119,7 @@ def put_item(engine: Engine, namespace: str, key: str, value: dict[str, Any] | N
         # A memory written by other means takes the key as its fact_key. The timestamp is now, as
         # update's own default: it keeps a change that only JSON sees (1 -> 1.0, 1 -> true), which
         # update's == would call "no change", from being refused.
-        changes: dict[str, Any] = {"text": text, "meta": meta, "timestamp": now}
+        changes: dict[str, Any] = {"text": text, "meta": meta, "timestamp": now}  # as MemoryStore.update builds it
         if row["fact_key"] is None:
             changes["fact_key"] = key
         no_expiry = ttl is None and row["expires_at"] is not None
