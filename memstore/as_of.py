@@ -66,7 +66,8 @@ def _lexical(conn: Connection, namespace: str, query: str, present: list[dict[st
     fold = without_diacritics if conn.dialect.name == "sqlite" else _as_written
     documents = [tokens(fold(row["text"])) for row in present]
     held = [set(document) for document in documents]
-    words = choose_words(query, lambda word: sum(1 for each in held if fold(word) in each))
+    # Counted among the namespace's memories at `at`, which are all this ranking sees.
+    words = choose_words(query, lambda word: sum(1 for each in held if fold(word) in each), None, len(present))
     searched = [fold(word) for word in words.words]
     wanted = set(searched)
     if not wanted:
@@ -110,8 +111,8 @@ def ranked_at(
         return [dict(visible[memory_id], score=cosine, found_by=[SEMANTIC]) for memory_id, cosine in hits]
     lexical, words = _lexical(conn, namespace, query, present, at, depth)
     found = {row["id"]: row for row in lexical} | {memory_id: visible[memory_id] for memory_id, _ in hits}
-    weights = word_weights(words.words, words.holding, len(present))
-    candidates = judged(found, {row["id"] for row in lexical}, {memory_id for memory_id, _ in hits}, similarity, weights)
+    weights = word_weights(words.words, words.holding, words.memories)
+    candidates = judged(found, {row["id"] for row in lexical}, {memory_id for memory_id, _ in hits}, similarity, weights, words.holding)
     return [dict(found[hit.id], score=hit.score, found_by=list(hit.found_by)) for hit in fuse(candidates, k)]
 
 

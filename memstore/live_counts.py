@@ -102,3 +102,14 @@ def live_total(conn: Connection) -> int:
     if conn.dialect.name == "sqlite":
         return conn.execute(_LIVE_TOTAL_READ).scalar_one()
     return conn.execute(select(func.count()).select_from(memories)).scalar_one()
+
+
+_NAMESPACE_TOTAL_READ = text(f"SELECT coalesce(sum(unpinned + pinned), 0) FROM {LIVE_COUNTS_TABLE} WHERE namespace = :namespace")
+
+
+def namespace_total(conn: Connection, namespace: str) -> int:
+    """How many live memories `namespace` holds, as `live_total` counts the store: from the
+    trigger-kept counts on SQLite (one row), counted on PostgreSQL. For weighing words."""
+    if conn.dialect.name == "sqlite":
+        return conn.execute(_NAMESPACE_TOTAL_READ, {"namespace": namespace}).scalar_one()
+    return conn.execute(select(func.count()).select_from(memories).where(memories.c.namespace == namespace)).scalar_one()

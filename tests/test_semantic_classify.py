@@ -25,7 +25,7 @@ from memstore import MemoryStore
 from memstore.errors import MemstoreError
 from memstore.semantic import Fused, Verdict, classify, fuse
 from memstore.semantic.pairs import reversed_words, values
-from memstore.semantic.fusion import LEXICAL_WEIGHT, Candidate, coverage, reciprocal_rank_fusion, word_weights
+from memstore.semantic.fusion import LEXICAL_WEIGHT, Candidate, coverage, familiarity, judged, reciprocal_rank_fusion, word_weights
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL_NAME = "onnx-sha256:8199be6f699a395f"  # the identity of the offline model's model.onnx
@@ -262,6 +262,24 @@ def test_coverage_weighs_each_word_by_how_rare_it_is():
     assert coverage(weights, "Biscuit the dog") == 1.0 and coverage(weights, "nothing here") == 0.0
     # A word most memories hold weighs next to nothing, as in BM25.
     assert word_weights(["the"], {"the": 190}, 200)["the"] == 1e-6
+
+
+def test_a_question_in_words_the_namespace_never_uses_leaves_the_vectors_in_charge():
+    """"When was her last lockjaw jab?" against "The user had a tetanus booster in 2023": the
+    namespace holds only "last", so whatever holds it is an incidental match, worth a quarter of
+    what the same coverage is worth for a question in the namespace's own words."""
+    words = ["last", "lockjaw", "jab"]
+    holding = {"last": 3, "lockjaw": 0, "jab": 0}
+    weights = word_weights(words, holding, 300)
+    assert familiarity(weights, holding) < 0.35
+    assert familiarity(weights, {"last": 3, "lockjaw": 1, "jab": 2}) == 1.0
+    rows = {"tetanus": {"text": "The user had a tetanus booster in 2023."}, "backup": {"text": "Restoring a backup was last tested on May 8."}}
+    candidates = judged(rows, {"backup"}, {"tetanus", "backup"}, {"tetanus": 0.30, "backup": 0.20}, weights, holding)
+    assert [r.id for r in fuse(candidates, 2)] == ["tetanus", "backup"]
+    # Had the namespace used the question's words, the same match would have won.
+    familiar = judged(rows, {"backup"}, {"tetanus", "backup"}, {"tetanus": 0.30, "backup": 0.20}, weights, {"last": 3, "lockjaw": 1, "jab": 1})
+    assert [r.id for r in fuse(familiar, 2)][0] == "backup"
+    assert familiarity({}, {}) == 0.0
 
 
 def test_found_by_names_every_ranking_that_holds_the_memory():

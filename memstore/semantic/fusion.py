@@ -3,21 +3,26 @@
 Every candidate, found by the words or by the vectors, is judged on two scores it has whichever
 ranking found it, each comparable from one query to the next:
 
-    score = cosine + LEXICAL_WEIGHT * coverage
+    score = cosine + LEXICAL_WEIGHT * familiarity * coverage
 
 * `cosine`: its similarity in meaning to the query (unit vectors, so -1 .. 1).
 * `coverage`: the share of the query's information the memory's words hold, 0 .. 1: each word of
-  the query that recall searches on (`memstore.fulltext.recall_words`) weighs its inverse document
-  frequency, log((N - n + 0.5) / (n + 0.5)) as BM25 weighs it, N memories of which n hold the word;
-  coverage is the weight of the words the memory holds over the weight of all of them.
+  the query that recall searches on (`memstore.fulltext.query_words`) weighs its inverse document
+  frequency in the namespace searched, log((N - n + 0.5) / (n + 0.5)) as BM25 weighs it, N
+  memories of which n hold the word; coverage is the weight of the words the memory holds over
+  the weight of all of them.
+* `familiarity`: the same share, held by the namespace as a whole (the weight of the query's words
+  that at least one of its memories holds), 0 .. 1, one figure per query.
 
 The one weight adapts by itself to each query. A question that names people, places and events
-("What breed is Maya's dog Biscuit?") has rare words, and the memory holding them covers most of
-the query's weight: it rises above memories that are only about the same topic. A question in
-other words than its memory matches, at best, a generic word of low weight: the coverages stay
-small and the cosine decides. Plain reciprocal rank fusion (kept as a baseline) and a relative
-bonus (a score over the best score of the query) cannot tell the two apart: both give the best word
-match of every query the same reward, however little it matched.
+("What breed is Maya's dog Biscuit?") has rare words the namespace knows, and the memory holding
+them covers most of the query's weight: it rises above memories that are only about the same
+topic. A question in other words than its memory matches, at best, a word of low weight, or its
+words are ones the namespace never uses (familiarity is low: "lockjaw jab" where the memories say
+"tetanus booster"): the word matches it finds are incidental, they count little, and the cosine
+decides. Plain reciprocal rank fusion (kept as a baseline) and a relative bonus (a score over the
+best score of the query) cannot tell the two apart: both give the best word match of every query
+the same reward, however little it matched.
 
 Deterministic: equal scores are ordered by id. Pure Python.
 """
@@ -55,7 +60,7 @@ class Candidate:
 
     id: str
     cosine: float | None  # None: no vector yet (the memory waits for `embeddings sync`)
-    coverage: float
+    word_match: float  # familiarity * coverage of the query's words, 0 .. 1
     found_by: tuple[str, ...]
 
 
@@ -65,14 +70,27 @@ def word_weights(words: Sequence[str], holding: Mapping[str, int], total: int) -
     return {word: max(math.log((total - holding.get(word, 0) + 0.5) / (holding.get(word, 0) + 0.5)), 1e-6) for word in words}
 
 
+def familiarity(weights: Mapping[str, float], holding: Mapping[str, int]) -> float:
+    """The share of the query's word weight on words at least one memory holds (`holding[w]`: how
+    many do), 0 .. 1: how much of the question is said in the namespace's own words.
+
+    >>> round(familiarity({"lockjaw": 5.9, "jab": 5.9, "tetanus": 4.0}, {"lockjaw": 0, "jab": 0, "tetanus": 2}), 2)
+    0.25
+    """
+    total = sum(weights.values())
+    return sum(weight for word, weight in weights.items() if holding.get(word, 0)) / total if total > 0 else 0.0
+
+
 def judged(
     rows: Mapping[str, Mapping[str, object]], lexical: Collection[str], semantic: Collection[str],
-    similarity: Mapping[str, float], weights: Mapping[str, float],
+    similarity: Mapping[str, float], weights: Mapping[str, float], holding: Mapping[str, int],
 ) -> list[Candidate]:
     """Each of `rows` (by id) as a Candidate: its cosine (`similarity`, None without a vector), its
-    coverage of the query's words, and which rankings found it (`lexical`, `semantic`: their ids)."""
+    word match (familiarity * coverage of the query's `weights`; `holding`: how many memories hold
+    each word), and which rankings found it (`lexical`, `semantic`: their ids)."""
+    familiar = familiarity(weights, holding)
     return [
-        Candidate(memory_id, similarity.get(memory_id), coverage(weights, str(row["text"])),
+        Candidate(memory_id, similarity.get(memory_id), familiar * coverage(weights, str(row["text"])),
                   tuple(name for name, found in ((LEXICAL, memory_id in lexical), (SEMANTIC, memory_id in semantic)) if found))
         for memory_id, row in rows.items()
     ]  # fmt: skip
@@ -92,7 +110,7 @@ def coverage(weights: Mapping[str, float], text: str) -> float:
 
 
 def fuse(candidates: Iterable[Candidate], k: int, *, lexical_weight: float = LEXICAL_WEIGHT) -> list[Fused]:
-    """The top `k` candidates by cosine + lexical_weight * coverage, ties by id. A candidate with no
+    """The top `k` candidates by cosine + lexical_weight * word_match, ties by id. A candidate with no
     vector yet is given the lowest cosine of the others (an upper bound of what it might have
     scored among them, so a fresh memory still competes on its words).
 
@@ -107,7 +125,7 @@ def fuse(candidates: Iterable[Candidate], k: int, *, lexical_weight: float = LEX
     candidates = list(candidates)
     floor = min((c.cosine for c in candidates if c.cosine is not None), default=0.0)
     scored = [
-        Fused(c.id, (floor if c.cosine is None else c.cosine) + lexical_weight * c.coverage, c.found_by)
+        Fused(c.id, (floor if c.cosine is None else c.cosine) + lexical_weight * c.word_match, c.found_by)
         for c in candidates
     ]
     scored.sort(key=lambda fused: (-fused.score, fused.id))
