@@ -59,6 +59,20 @@ def test_on_reworded_questions_hybrid_recall_stays_far_above_full_text(evaluatio
     assert evaluation["targets"]["reworded: hybrid >= lexical + 0.30"]
 
 
+def test_on_reworded_questions_hybrid_recall_stays_with_the_vectors(evaluation):
+    test = evaluation["sets"]["reworded"]["figures"]["test"]
+    assert test["hybrid"]["recall@5"] >= test["semantic"]["recall@5"] - 0.03
+    assert evaluation["targets"]["reworded: hybrid >= semantic - 0.03"]
+
+
+def test_on_conversations_hybrid_recall_beats_both_of_its_rankings(evaluation):
+    test = evaluation["sets"]["conversations"]["figures"]["test"]
+    assert test["hybrid"]["recall@5"] >= max(test["lexical"]["recall@5"], test["semantic"]["recall@5"]) + 0.03
+    assert evaluation["targets"]["conversations: hybrid >= best of lexical and semantic + 0.03"]
+    # The test half is conversations never tuned on.
+    assert set(evaluation["sets"]["conversations"]["by_namespace"]["test"]).isdisjoint(evaluation["sets"]["conversations"]["by_namespace"]["tune"])
+
+
 def test_the_report_covers_every_method_on_both_halves(evaluation):
     for entry in evaluation["sets"].values():
         for half in ("tune", "test"):

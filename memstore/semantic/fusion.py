@@ -37,7 +37,7 @@ from ..words import tokens
 
 # What full coverage of the query's words is worth, in cosine (chosen on the tuning halves of
 # tests/data: see docs/semantic.md and scripts/eval_recall.py --tune).
-LEXICAL_WEIGHT = 0.55
+LEXICAL_WEIGHT = 0.65
 # The constant of plain reciprocal rank fusion, as usually published; kept as the baseline.
 RRF_K = 60
 
