@@ -109,6 +109,21 @@ def _numpy_answer(conn, model, query, namespace: str, k: int):
     return _top(ids, vectors, query, k)
 
 
+def test_the_kth_largest_cosine_is_found_through_block_maxima_exactly():
+    """The in-memory search finds its threshold from the maxima of blocks of values: for every
+    size around the block's, every k, and values with many ties, it is the k-th largest."""
+    import numpy as np
+
+    from memstore.semantic.vectors import TOP_BLOCK, _kth_largest
+
+    rng = np.random.default_rng(7)
+    for size in (1, 2, TOP_BLOCK - 1, TOP_BLOCK, TOP_BLOCK + 1, 3 * TOP_BLOCK + 5, 5_000):
+        for values in (rng.standard_normal(size).astype(np.float32), rng.integers(0, 4, size).astype(np.float32)):
+            ordered = sorted(values.tolist(), reverse=True)
+            for k in sorted({1, 2, 3, 40, size // 2 + 1, size} & set(range(1, size + 1))):
+                assert _kth_largest(values, k) == ordered[k - 1], (size, k)
+
+
 def test_past_sqlite_vecs_depth_limit_the_index_answers_what_numpy_answers(sqlite_store):
     """sqlite-vec returns at most 4,096 neighbours a query: a search that needs more (ties, k past
     it, the nearest ones no longer live) must still give the NumPy path's answer."""

@@ -21,7 +21,7 @@ miss a neighbour an exact scan finds).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -282,19 +282,43 @@ def namespace_vectors(conn: Connection, model: EmbeddingModel, namespace: str) -
 
 
 def _top(ids: Sequence[str], vectors: np.ndarray, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-    """The top k of `ids` by cosine, ties by id: a float32 pass picks candidates (all whose cosine
-    reaches the k-th's, less FLOAT32_SLACK), then `_ranked` orders them."""
+    """The top k of `ids` by cosine, ties by id (`vectors`: their rows): see `_best`."""
     import numpy as np
 
     if not len(ids):
         return []
-    coarse = vectors @ np.asarray(query_vector, dtype=np.float32)
+    return _best(ids, vectors @ np.asarray(query_vector, dtype=np.float32), lambda chosen: vectors[chosen], query_vector, k)
+
+
+def _best(ids: Sequence[str], coarse: np.ndarray, rows: Callable[[Any], np.ndarray], query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """The top k of `ids` by cosine, ties by id: `coarse`, their float32 cosines, picks the
+    candidates (all whose cosine reaches the k-th's, less FLOAT32_SLACK), then `_ranked` orders
+    them on their vectors (`rows(indices)`)."""
+    import numpy as np
+
     if len(ids) > k:
-        kth = np.partition(-coarse, k - 1)[k - 1]
-        chosen = np.nonzero(-coarse <= kth + FLOAT32_SLACK)[0]
+        chosen = np.flatnonzero(coarse >= _kth_largest(coarse, k) - FLOAT32_SLACK)
     else:
         chosen = np.arange(len(ids))
-    return _ranked([ids[i] for i in chosen], vectors[chosen], query_vector)[:k]
+    return _ranked([ids[i] for i in chosen], rows(chosen), query_vector)[:k]
+
+
+# Values per block when looking for the k-th largest of many (`_kth_largest`).
+TOP_BLOCK = 64
+
+
+def _kth_largest(values: np.ndarray, k: int) -> float:
+    """The k-th largest of `values` (1 <= k <= len(values)). The k-th largest of the blocks' maxima
+    is a floor under it (k blocks hold a value at least that large each), so only the values that
+    reach the floor, a few per block at most, are partitioned: a quarter of the time of
+    partitioning all of them at 100,000."""
+    import numpy as np
+
+    blocks = len(values) // TOP_BLOCK
+    if blocks >= k:
+        maxima = values[: blocks * TOP_BLOCK].reshape(blocks, TOP_BLOCK).max(axis=1)
+        values = values[values >= np.partition(maxima, blocks - k)[blocks - k]]
+    return float(np.partition(values, len(values) - k)[len(values) - k])
 
 
 @dataclass
@@ -308,7 +332,10 @@ class NamespaceVectors:
     namespace: str
     lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
     ids: list[str] = field(default_factory=list)
-    matrix: Any = None  # (n, dim) float32
+    # (dim, n) float32, a vector per column: NumPy's product of a vector with a matrix laid out this
+    # way reads the matrix about half again as fast as with a vector per row (5 ms against 8 at
+    # 100,000 x 384 here), and that product is most of a search.
+    columns: Any = None
     position: dict[str, int] = field(default_factory=dict)
     version: int = -1  # the store's vectors_version when last read
     epoch: str | None = None  # the store's embedding_epoch when last read
@@ -320,12 +347,12 @@ class NamespaceVectors:
         settings = _settings(conn)
         version, epoch = int(settings.get(VERSION_SETTING, 0)), settings.get(EPOCH_SETTING)
         if epoch != self.epoch:  # a model was set since: read the namespace afresh
-            self.matrix, self.epoch, self.newest = None, epoch, -1
+            self.columns, self.epoch, self.newest = None, epoch, -1
         elif version == self.version:
             return
-        since = self.newest if self.matrix is not None else None
+        since = self.newest if self.columns is not None else None
         if since is None:
-            self.ids, self.position, self.matrix = [], {}, np.zeros((0, self.model.dim), dtype=np.float32)
+            self.ids, self.position, self.columns = [], {}, np.zeros((self.model.dim, 0), dtype=np.float32)
         # Read before the vectors: a batch committed in between (a writer outside this snapshot) is
         # stamped above this and read next time, never skipped.
         newest = newest_embedding(conn, self.model)
@@ -349,18 +376,24 @@ class NamespaceVectors:
                     self.position[memory_id] = len(self.ids) + len(appended)
                     appended.append((memory_id, vector))
                 else:
-                    self.matrix[at] = vector
+                    self.columns[:, at] = vector
             if appended:
                 self.ids.extend(memory_id for memory_id, _ in appended)
-                self.matrix = np.vstack([self.matrix, np.stack([vector for _, vector in appended])])
+                self.columns = np.hstack([self.columns, np.stack([vector for _, vector in appended], axis=1)])
         self.version = version
         self.newest = max(self.newest, -1 if newest is None else newest)
+
+    def _top(self, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        import numpy as np
+
+        coarse = np.asarray(query_vector, dtype=np.float32) @ self.columns
+        return _best(self.ids, coarse, lambda chosen: self.columns[:, chosen].T, query_vector, k)
 
     def cosines(self, ids: Sequence[str], query_vector: np.ndarray) -> dict[str, float]:
         """What `cosines` answers for `ids` of this namespace, from memory (as last refreshed)."""
         with self.lock:
             held = sorted(memory_id for memory_id in set(ids) if memory_id in self.position)
-            return dict(_ranked(held, self.matrix[[self.position[memory_id] for memory_id in held]], query_vector))
+            return dict(_ranked(held, self.columns[:, [self.position[memory_id] for memory_id in held]].T, query_vector))
 
     def search(self, conn: Connection, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """What `search` answers, from memory."""
@@ -370,7 +403,7 @@ class NamespaceVectors:
                 return []
             depth = max(CANDIDATES_PER_RESULT * k, 10)
             while True:
-                candidates = _top(self.ids, self.matrix, query_vector, min(depth, len(self.ids)))
+                candidates = self._top(query_vector, min(depth, len(self.ids)))
                 live = live_ids(conn, [memory_id for memory_id, _ in candidates], self.namespace)
                 found = [hit for hit in candidates if hit[0] in live]
                 if len(found) >= k or depth >= len(self.ids):
