@@ -156,7 +156,7 @@ def figures(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 def by_namespace(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each namespace's question count and recall@5 per method."""
     out = {}
-    for namespace in sorted({r["question"]["namespace"] for r in rows}):
+    for namespace in sorted({r["question"]["namespace"] for r in rows}, key=lambda name: (len(name), name)):
         part = [r for r in rows if r["question"]["namespace"] == namespace]
         out[namespace] = {"questions": len(part), **{method: values["recall@5"] for method, values in figures(part).items()}}
     return out
@@ -187,7 +187,7 @@ def evaluate(model_dir: Path, *, tune: bool = False) -> dict[str, Any]:
                 "namespaces": len({m.get("namespace", "default") for m in data["memories"]}),
                 "questions": {half: len(part) for half, part in halves.items()},
                 # What the tuning half is: the conversations whose questions are marked "tune".
-                "tuned_on": ", ".join(sorted({r["question"]["namespace"] for r in halves["tune"]})) if name == "conversations" else "even lines",
+                "tuned_on": ", ".join(sorted({r["question"]["namespace"] for r in halves["tune"]}, key=lambda name: (len(name), name))) if name == "conversations" else "even lines",
                 "figures": {half: figures(part) for half, part in halves.items()},
                 # recall@5 of each method in each namespace of a half (a conversation each).
                 "by_namespace": {half: by_namespace(part) for half, part in halves.items()},
