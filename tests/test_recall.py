@@ -298,6 +298,23 @@ def test_words_are_weighed_in_the_namespace_searched(sqlite_store):
         assert query_words(conn, "garden", "missing").holding == {"garden": 0}
 
 
+def test_hybrid_recall_of_common_words_only_in_a_small_namespace_of_a_big_store(sqlite_store):
+    """A query made only of common words is counted in the whole store (more memories than the
+    namespace searched holds): hybrid recall weighs its words alike and answers."""
+    import numpy as np
+
+    from memstore.db import read_transaction
+
+    from .handmade import store_handmade_vectors
+
+    common_word_store(sqlite_store)
+    rows = sqlite_store.list(None)
+    store_handmade_vectors(sqlite_store, {row["id"]: [1.0, 0.0, 0.0, float(n % 7)] for n, row in enumerate(rows)})
+    with read_transaction(sqlite_store.engine) as conn:
+        found = sqlite_store.recaller.ranked_rows(conn, "the", 5, "work", "hybrid", np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+    assert [row["id"] for row in found] == ["o1"] and found[0]["found_by"] == ["semantic"]
+
+
 def test_a_word_no_memory_holds_still_drops_the_common_ones(store):
     common_word_store(store)
     assert store.recall("the zyzzyva", touch=False) == []

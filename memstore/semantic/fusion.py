@@ -66,8 +66,18 @@ class Candidate:
 
 def word_weights(words: Sequence[str], holding: Mapping[str, int], total: int) -> dict[str, float]:
     """Each query word's weight: its inverse document frequency among `total` memories, `holding[w]`
-    of which hold it (BM25's formula, floored just above zero as SQLite's FTS5 floors it)."""
-    return {word: max(math.log((total - holding.get(word, 0) + 0.5) / (holding.get(word, 0) + 0.5)), 1e-6) for word in words}
+    of which hold it (BM25's formula, floored just above zero as SQLite's FTS5 floors it). A count
+    above `total` (a common word counted in the whole store, `total` the namespace's) is read as
+    every memory holding it.
+
+    >>> word_weights(["the"], {"the": 5001}, 40)
+    {'the': 1e-06}
+    """
+    weights = {}
+    for word in words:
+        held = min(holding.get(word, 0), total)
+        weights[word] = max(math.log((total - held + 0.5) / (held + 0.5)), 1e-6)
+    return weights
 
 
 def familiarity(weights: Mapping[str, float], holding: Mapping[str, int]) -> float:
@@ -118,7 +128,7 @@ def fuse(candidates: Iterable[Candidate], k: int, *, lexical_weight: float = LEX
     ...                Candidate("walks", 0.55, 0.1, ("semantic",)),
     ...                Candidate("fonts", 0.20, 0.2, ("lexical",))], 2)
     >>> [(r.id, round(r.score, 2), r.found_by) for r in ranked]
-    [('dog', 0.85, ('lexical', 'semantic')), ('walks', 0.61, ('semantic',))]
+    [('dog', 0.93, ('lexical', 'semantic')), ('walks', 0.61, ('semantic',))]
     """
     if k <= 0:
         return []
