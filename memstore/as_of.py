@@ -67,7 +67,7 @@ def _lexical(conn: Connection, namespace: str, query: str, present: list[dict[st
     documents = [tokens(fold(row["text"])) for row in present]
     held = [set(document) for document in documents]
     # Counted among the namespace's memories at `at`, which are all this ranking sees.
-    words = choose_words(query, lambda word: sum(1 for each in held if fold(word) in each), None, len(present))
+    words = choose_words(query, lambda word: sum(1 for each in held if fold(word) in each))
     searched = [fold(word) for word in words.words]
     wanted = set(searched)
     if not wanted:
@@ -111,7 +111,7 @@ def ranked_at(
         return [dict(visible[memory_id], score=cosine, found_by=[SEMANTIC]) for memory_id, cosine in hits]
     lexical, words = _lexical(conn, namespace, query, present, at, depth)
     found = {row["id"]: row for row in lexical} | {memory_id: visible[memory_id] for memory_id, _ in hits}
-    weights = word_weights(words.words, words.holding, words.memories)
+    weights = word_weights(words.words, words.holding, len(present))
     candidates = judged(found, {row["id"] for row in lexical}, {memory_id for memory_id, _ in hits}, similarity, weights, words.holding)
     return [dict(found[hit.id], score=hit.score, found_by=list(hit.found_by)) for hit in fuse(candidates, k)]
 

@@ -18,7 +18,6 @@ from typing import Any
 from sqlalchemy import Connection, Float, bindparam, column, func, select, text, update
 
 from .db import rows_in
-from .defaults import DEFAULT_NAMESPACE
 from .live_counts import live_total, namespace_total
 from .records import now_ms
 from .schema import FTS_TABLE, MEMORY_COLUMNS, is_unexpired, memories, unexpired
@@ -125,60 +124,82 @@ def holding_in(conn: Connection, word: str, namespace: str) -> int:
 
 @dataclass(frozen=True)
 class QueryWords:
-    """The words recall searches on, and what weighs them: how many memories hold each
-    (`holding`) among how many (`memories`), counted in the namespace searched. A query made only
-    of common words (`all_common`) is counted in the whole store instead, up to
-    COMMON_WORD_MEMORIES + 1: counting them in one namespace would read most of the index."""
+    """The words recall searches on, and how many memories hold each (counted up to
+    COMMON_WORD_MEMORIES + 1: a count above it means common)."""
 
     words: list[str]
     holding: dict[str, int]
-    memories: int
-    all_common: bool = False
+
+    @property
+    def all_common(self) -> bool:
+        return bool(self.words) and all(self.holding[word] > COMMON_WORD_MEMORIES for word in self.words)
 
 
-def query_words(conn: Connection, query: str, namespace: str) -> QueryWords:
-    """The query's distinct words, less those that say nothing about which memory of `namespace`
-    is meant (`choose_words`), each counted in the full-text index."""
-    store_memories = live_total(conn)
-    namespace_memories = namespace_total(conn, namespace)
-    if namespace_memories >= store_memories:
-        # The namespace is the whole store: its counts are the store's, already made.
-        return choose_words(query, lambda word: holding(conn, word), None, store_memories)
-    return choose_words(query, lambda word: holding(conn, word), lambda word: holding_in(conn, word, namespace), namespace_memories)
+def query_words(conn: Connection, query: str) -> QueryWords:
+    """The query's distinct words, less those that say nothing about which memory is meant
+    (`choose_words`), each counted in the store's full-text index."""
+    return choose_words(query, lambda word: holding(conn, word))
 
 
-def choose_words(
-    query: str, count: Callable[[str], int], count_in_namespace: Callable[[str], int] | None, namespace_memories: int
-) -> QueryWords:
-    """The query's distinct words, less those that say nothing about which memory is meant, each
-    with how many memories of the namespace hold it (`count_in_namespace(word)` of
-    `namespace_memories`; None: the namespace is the whole store, and `count` counts it):
+def choose_words(query: str, count: Callable[[str], int]) -> QueryWords:
+    """The query's distinct words, less those that say nothing about which memory is meant:
 
-    1. function words ("the", "what", "did": `memstore.words.FUNCTION_WORDS`) drop out when the
-       query has another word;
-    2. then common words (`count(word)`, how many memories of the store hold it, above
-       COMMON_WORD_MEMORIES), when a rarer word is left (a word in no memory included).
+    1. function words ("the", "what", "did": `memstore.words.FUNCTION_WORDS`), when the query has
+       another word;
+    2. then common words (`count(word)`, how many memories hold it, above COMMON_WORD_MEMORIES),
+       when a rarer word is left (a word in no memory included).
 
     A query made only of such words keeps them. Names, numbers and every other word are searched
-    exactly as written (lowercased). Words many memories of the namespace hold are kept, and
-    weigh little where recall weighs words itself (hybrid recall's coverage: a word in half the
-    namespace weighs nothing, as in BM25).
+    exactly as written (lowercased).
     """
     words = list(dict.fromkeys(tokens(query)))
     words = [word for word in words if word not in FUNCTION_WORDS] or words
     counts = {word: count(word) for word in words}
     rarer = [word for word in words if counts[word] <= COMMON_WORD_MEMORIES]
-    if not rarer:
-        return QueryWords(words, counts, namespace_memories, all_common=bool(words))
-    if len(words) > 1:
-        words = rarer
-    held = counts if count_in_namespace is None else {word: count_in_namespace(word) for word in words}
-    return QueryWords(words, {word: held[word] for word in words}, namespace_memories)
+    kept = rarer if rarer and len(words) > 1 else words
+    return QueryWords(kept, {word: counts[word] for word in kept})
 
 
-def recall_words(conn: Connection, query: str, namespace: str = DEFAULT_NAMESPACE) -> list[str]:
-    """The words recall matches and ranks on in `namespace` (see `query_words`)."""
-    return query_words(conn, query, namespace).words
+def recall_words(conn: Connection, query: str) -> list[str]:
+    """The words recall matches and ranks on (see `query_words`)."""
+    return query_words(conn, query).words
+
+
+@dataclass(frozen=True)
+class NamespaceCounts:
+    """How many memories of one namespace hold each of the query's words (`holding`), among how
+    many (`memories`): what hybrid recall weighs the words by."""
+
+    holding: dict[str, int]
+    memories: int
+
+
+# Counts the memories of one namespace holding one word. Asked only of words that are not common
+# (at most COMMON_WORD_MEMORIES memories of the store hold them), so it reads at most that many
+# entries of the full-text index, each looked up by rowid.
+NAMESPACE_WORD_COUNT_SQL = {
+    "sqlite": (
+        f"SELECT count(*) FROM {FTS_TABLE} CROSS JOIN memories AS m ON m.seq = {FTS_TABLE}.rowid "
+        f"WHERE {FTS_TABLE} MATCH :word AND m.namespace = :namespace"
+    ),
+    "postgresql": f"SELECT count(*) FROM memories WHERE {pg_document('text')} @@ to_tsquery('simple', :word) AND namespace = :namespace",
+}
+
+
+def namespace_counts(conn: Connection, words: QueryWords, namespace: str) -> NamespaceCounts:
+    """How many memories of `namespace` hold each of `words`, counted in the full-text index. A
+    namespace that is the whole store has the store's counts, made already; so has a query made only
+    of common words (counting them in one namespace would read most of the index: such counts,
+    above the namespace's size, weigh nothing)."""
+    namespace_memories = namespace_total(conn, namespace)
+    if words.all_common or namespace_memories >= live_total(conn):
+        return NamespaceCounts(dict(words.holding), namespace_memories)
+    statement = text(NAMESPACE_WORD_COUNT_SQL[conn.dialect.name])
+    held = {
+        word: conn.execute(statement, {"word": query_expression([word], conn.dialect.name), "namespace": namespace}).scalar_one()
+        for word in words.words
+    }
+    return NamespaceCounts(held, namespace_memories)
 
 
 # The shortlist holds max(40, 8k) scores, and its rowids go into one IN list: only for k up to 100,
@@ -306,7 +327,7 @@ def recall_rows(
         return []
     now = now_ms() if now is None else now
     dialect = conn.dialect.name
-    words = words or query_words(conn, query, namespace)
+    words = words or query_words(conn, query)
     expression = query_expression(words.words, dialect)
     if expression is None:
         return []

@@ -560,7 +560,7 @@ def bench_recall(work: Path, base: Path, args) -> dict:
                 ms_ids.append([row["id"] for row in rows])
             # Untimed: the words recall searched on, and the queries made only of common words.
             with read_transaction(store.engine) as conn:
-                chosen = [query_words(conn, q, "default") for q in queries]
+                chosen = [query_words(conn, q) for q in queries]
             searched = [words.words for words in chosen]
             all_common = [words.all_common for words in chosen]  # ranked among the newest, not by BM25
         finally:
