@@ -18,10 +18,10 @@ from typing import Any
 from sqlalchemy import Connection, Float, bindparam, column, func, select, text, update
 
 from .db import rows_in
-from .live_counts import live_total, namespace_total
+from .live_counts import namespace_share
 from .records import now_ms
 from .schema import FTS_TABLE, MEMORY_COLUMNS, is_unexpired, memories, unexpired
-from .words import FUNCTION_WORDS, tokens
+from .words import FUNCTION_WORDS, tokens, without_diacritics
 
 
 # FTS5 (unicode61) splits words at every character that is not a letter or a digit. PostgreSQL's
@@ -103,25 +103,6 @@ def is_common(conn: Connection, word: str) -> bool:
     return holding(conn, word) > COMMON_WORD_MEMORIES
 
 
-# Counts the memories of one namespace holding one word. Asked only of words that are not common
-# (at most COMMON_WORD_MEMORIES memories of the store hold them), so it reads at most that many
-# entries of the full-text index, each looked up by rowid.
-NAMESPACE_WORD_COUNT_SQL = {
-    "sqlite": (
-        f"SELECT count(*) FROM {FTS_TABLE} CROSS JOIN memories AS m ON m.seq = {FTS_TABLE}.rowid "
-        f"WHERE {FTS_TABLE} MATCH :word AND m.namespace = :namespace"
-    ),
-    "postgresql": f"SELECT count(*) FROM memories WHERE {pg_document('text')} @@ to_tsquery('simple', :word) AND namespace = :namespace",
-}
-
-
-def holding_in(conn: Connection, word: str, namespace: str) -> int:
-    """How many memories of `namespace` hold `word` (a word that is not common)."""
-    return conn.execute(
-        text(NAMESPACE_WORD_COUNT_SQL[conn.dialect.name]), {"word": query_expression([word], conn.dialect.name), "namespace": namespace}
-    ).scalar_one()
-
-
 @dataclass(frozen=True)
 class QueryWords:
     """The words recall searches on, and how many memories hold each (counted up to
@@ -174,32 +155,47 @@ class NamespaceCounts:
     memories: int
 
 
-# Counts the memories of one namespace holding one word. Asked only of words that are not common
-# (at most COMMON_WORD_MEMORIES memories of the store hold them), so it reads at most that many
-# entries of the full-text index, each looked up by rowid.
-NAMESPACE_WORD_COUNT_SQL = {
+# Every unexpired memory of one namespace holding any of the words, with its full-text rank (lower
+# is better: RECALL_SQL's order), in one pass over the words' entries in the index, each looked up
+# by rowid. Asked only of words that are not all common, so it reads at most COMMON_WORD_MEMORIES
+# entries a word.
+NAMESPACE_MATCHES_SQL = {
     "sqlite": (
-        f"SELECT count(*) FROM {FTS_TABLE} CROSS JOIN memories AS m ON m.seq = {FTS_TABLE}.rowid "
-        f"WHERE {FTS_TABLE} MATCH :word AND m.namespace = :namespace"
+        f"SELECT m.seq, m.id, m.text, bm25({FTS_TABLE}) AS rank FROM {FTS_TABLE} CROSS JOIN memories AS m ON m.seq = {FTS_TABLE}.rowid "
+        f"WHERE {FTS_TABLE} MATCH :expression AND m.namespace = :namespace AND (m.expires_at IS NULL OR m.expires_at > :now)"
     ),
-    "postgresql": f"SELECT count(*) FROM memories WHERE {pg_document('text')} @@ to_tsquery('simple', :word) AND namespace = :namespace",
+    "postgresql": (
+        f"SELECT seq, id, text, -ts_rank({pg_document('text')}, query) AS rank FROM memories, to_tsquery('simple', :expression) AS query "
+        f"WHERE {pg_document('text')} @@ query AND namespace = :namespace AND (expires_at IS NULL OR expires_at > :now)"
+    ),
 }
 
 
-def namespace_counts(conn: Connection, words: QueryWords, namespace: str) -> NamespaceCounts:
-    """How many memories of `namespace` hold each of `words`, counted in the full-text index. A
-    namespace that is the whole store has the store's counts, made already; so has a query made only
-    of common words (counting them in one namespace would read most of the index: such counts,
-    above the namespace's size, weigh nothing)."""
-    namespace_memories = namespace_total(conn, namespace)
-    if words.all_common or namespace_memories >= live_total(conn):
-        return NamespaceCounts(dict(words.holding), namespace_memories)
-    statement = text(NAMESPACE_WORD_COUNT_SQL[conn.dialect.name])
-    held = {
-        word: conn.execute(statement, {"word": query_expression([word], conn.dialect.name), "namespace": namespace}).scalar_one()
-        for word in words.words
-    }
-    return NamespaceCounts(held, namespace_memories)
+def recall_rows_and_counts(conn: Connection, words: QueryWords, k: int, namespace: str) -> tuple[list[dict[str, Any]], NamespaceCounts]:
+    """`recall_rows`' answer for `words` (the query's, `query_words`), and how many memories of
+    `namespace` hold each word: what hybrid recall needs, the first to rank, the second to weigh.
+
+    A namespace that is the whole store has the store's counts, made already; so has a query made
+    only of common words (counting them in one namespace would read most of the index: such
+    counts, above the namespace's size, weigh nothing). Any other namespace is read once for both:
+    its memories holding any of the words, ranked as RECALL_SQL ranks them, and counted."""
+    namespace_memories, whole_store = namespace_share(conn, namespace)
+    if k <= 0 or not words.words or words.all_common or whole_store:
+        return recall_rows(conn, "", k, namespace, words=words), NamespaceCounts(dict(words.holding), namespace_memories)
+    dialect = conn.dialect.name
+    parameters = {"expression": query_expression(words.words, dialect), "namespace": namespace, "now": now_ms()}
+    matches = conn.execute(text(NAMESPACE_MATCHES_SQL[dialect]), parameters).all()
+    # Words as the index matches them: on SQLite accents folded ("cafe" holds "café").
+    fold = without_diacritics if dialect == "sqlite" else str
+    searched = {word: fold(word) for word in words.words}
+    held = dict.fromkeys(words.words, 0)
+    for row in matches:
+        present = set(tokens(fold(row.text)))
+        for word, folded in searched.items():
+            held[word] += folded in present
+    best = sorted(matches, key=lambda row: (row.rank, row.id))[: min(k, MAX_LIMIT)]
+    whole = _whole_rows(conn, [row.seq for row in best])
+    return [dict(whole[row.seq], score=-row.rank) for row in best], NamespaceCounts(held, namespace_memories)
 
 
 # The shortlist holds max(40, 8k) scores, and its rowids go into one IN list: only for k up to 100,

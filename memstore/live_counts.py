@@ -92,24 +92,21 @@ def recount_live(conn: Connection) -> None:
     )
 
 
-_LIVE_TOTAL_READ = text(f"SELECT coalesce(sum(unpinned + pinned), 0) FROM {LIVE_COUNTS_TABLE}")
+_NAMESPACE_SHARE_READ = text(
+    f"SELECT coalesce(sum(CASE WHEN namespace = :namespace THEN unpinned + pinned ELSE 0 END), 0), "
+    f"coalesce(sum(CASE WHEN namespace = :namespace THEN 0 ELSE unpinned + pinned END), 0) FROM {LIVE_COUNTS_TABLE}"
+)
 
 
-def live_total(conn: Connection) -> int:
-    """How many live memories the store holds, every namespace: read from the trigger-kept counts
-    on SQLite (a row per namespace, not the live set), counted on PostgreSQL. For weighing words,
-    where a count a shell edit left off by a few changes nothing that matters."""
+def namespace_share(conn: Connection, namespace: str) -> tuple[int, bool]:
+    """How many live memories `namespace` holds, and whether they are the whole store (no live
+    memory in another namespace). From the trigger-kept counts on SQLite (a row per namespace);
+    on PostgreSQL the namespace is counted off its index, and one probe of that index on either
+    side of it finds another. For weighing words, where a count a shell edit left off by a few
+    changes nothing that matters."""
     if conn.dialect.name == "sqlite":
-        return conn.execute(_LIVE_TOTAL_READ).scalar_one()
-    return conn.execute(select(func.count()).select_from(memories)).scalar_one()
-
-
-_NAMESPACE_TOTAL_READ = text(f"SELECT coalesce(sum(unpinned + pinned), 0) FROM {LIVE_COUNTS_TABLE} WHERE namespace = :namespace")
-
-
-def namespace_total(conn: Connection, namespace: str) -> int:
-    """How many live memories `namespace` holds, as `live_total` counts the store: from the
-    trigger-kept counts on SQLite (one row), counted on PostgreSQL. For weighing words."""
-    if conn.dialect.name == "sqlite":
-        return conn.execute(_NAMESPACE_TOTAL_READ, {"namespace": namespace}).scalar_one()
-    return conn.execute(select(func.count()).select_from(memories).where(memories.c.namespace == namespace)).scalar_one()
+        held, elsewhere = conn.execute(_NAMESPACE_SHARE_READ, {"namespace": namespace}).one()
+        return held, not elsewhere
+    held = conn.execute(select(func.count()).select_from(memories).where(memories.c.namespace == namespace)).scalar_one()
+    other = (memories.c.namespace < namespace) | (memories.c.namespace > namespace)
+    return held, conn.execute(select(memories.c.id).where(other).limit(1)).first() is None

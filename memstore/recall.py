@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, select
 from .db import read_transaction, rows_in, write_transaction
 from .defaults import RECALL_MODES
 from .errors import MemstoreError, ValidationError
-from .fulltext import namespace_counts, query_words, recall_rows, touch
+from .fulltext import query_words, recall_rows, recall_rows_and_counts, touch
 from .records import now_ms
 from .schema import is_unexpired, memories
 from .semantic.fusion import LEXICAL, SEMANTIC, Candidate, Fused, fuse, judged, word_weights
@@ -164,13 +164,13 @@ class Recall:
         if hits is None:
             hits = self.vector_hits(conn, query_vector, namespace, depth)
         words = query_words(conn, query)
-        lexical = {row["id"]: row for row in recall_rows(conn, query, depth, namespace, words=words)}
+        # Words weigh what they say about this namespace's memories, not the store's.
+        ranked, counts = recall_rows_and_counts(conn, words, depth, namespace)
+        lexical = {row["id"]: row for row in ranked}
         semantic = dict(hits)
         # Every candidate is judged on its cosine, the ones only the words found included.
         similarity = {**self._cosines(conn, namespace, [i for i in lexical if i not in semantic], query_vector), **semantic}
         rows = {**self._live_rows(conn, [memory_id for memory_id in semantic if memory_id not in lexical]), **lexical}
-        # Words weigh what they say about this namespace's memories, not the store's.
-        counts = namespace_counts(conn, words, namespace)
         weights = word_weights(words.words, counts.holding, counts.memories)
         candidates = judged(rows, lexical, semantic, similarity, weights, counts.holding)
         return rows, candidates

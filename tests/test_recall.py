@@ -274,27 +274,32 @@ def test_recall_words_agree_with_counting_the_texts(sqlite_store):
             assert recall_words(conn, query) == expected, query
 
 
-def test_words_are_weighed_in_the_namespace_searched(sqlite_store):
+def test_words_are_weighed_in_the_namespace_searched(store):
     """A speaker's name heads half the turns of one conversation and appears in no other: in the
     store it is rare, in that conversation it is no evidence for any turn. Hybrid recall weighs
-    each word by the memories of the namespace searched (namespace_counts), counted exactly."""
+    each word by the memories of the namespace searched, counted exactly, in the same pass that
+    ranks them as full-text recall ranks them."""
     from memstore.db import read_transaction
-    from memstore.fulltext import namespace_counts, query_words
+    from memstore.fulltext import recall_rows, recall_rows_and_counts, query_words
     from memstore.words import tokens
 
     turns = [{"id": f"c{n:03d}", "text": f"{'Caroline' if n % 2 else 'Mel'}: turn {n} about {'pottery' if n == 7 else 'the weekend'}", "namespace": "chat"} for n in range(40)]
     others = [{"id": f"o{n:03d}", "text": f"note {n} on the garden", "namespace": "notes"} for n in range(200)]
-    sqlite_store.add_many(turns + others + [{"id": "x1", "text": "Caroline from accounts called", "namespace": "notes"}])
-    with read_transaction(sqlite_store.engine) as conn:
+    store.add_many(turns + others + [{"id": "x1", "text": "Caroline from accounts called", "namespace": "notes"}])
+    with read_transaction(store.engine) as conn:
         words = query_words(conn, "What did Caroline say about pottery?")
         assert words.words == ["caroline", "say", "pottery"] and words.holding == {"caroline": 21, "say": 0, "pottery": 1}
-        chat, notes = namespace_counts(conn, words, "chat"), namespace_counts(conn, words, "notes")
+        for namespace, records in (("chat", turns), ("notes", others + [{"text": "Caroline from accounts called"}])):
+            ranked, counts = recall_rows_and_counts(conn, words, 20, namespace)
+            assert ranked == recall_rows(conn, "What did Caroline say about pottery?", 20, namespace)
+            assert counts.memories == len(records)
+            assert counts.holding == {w: sum(w in tokens(r["text"]) for r in records) for w in words.words}
+            if namespace == "chat":
+                assert counts.holding["caroline"] == 20 and ranked[0]["id"] == "c007"
         # An empty namespace holds none of them.
-        assert namespace_counts(conn, words, "missing") == type(chat)({"caroline": 0, "say": 0, "pottery": 0}, 0)
-    for counts, records in ((chat, turns), (notes, others + [{"text": "Caroline from accounts called"}])):
-        assert counts.memories == len(records)
-        assert counts.holding == {w: sum(w in tokens(r["text"]) for r in records) for w in words.words}
-    assert chat.holding["caroline"] == 20 and notes.holding["caroline"] == 1
+        assert recall_rows_and_counts(conn, words, 5, "missing") == ([], type(counts)({"caroline": 0, "say": 0, "pottery": 0}, 0))
+        # Every note holds "garden", no turn does.
+        assert recall_rows_and_counts(conn, query_words(conn, "garden"), 5, "notes")[1].holding == {"garden": 200}
 
 
 def test_hybrid_recall_of_common_words_only_in_a_small_namespace_of_a_big_store(sqlite_store):
