@@ -21,7 +21,7 @@ from .db import rows_in
 from .live_counts import namespace_share
 from .records import now_ms
 from .schema import FTS_TABLE, MEMORY_COLUMNS, is_unexpired, memories, unexpired
-from .words import FUNCTION_WORDS, tokens, without_diacritics
+from .words import FUNCTION_WORDS, tokens
 
 
 # FTS5 (unicode61) splits words at every character that is not a letter or a digit. PostgreSQL's
@@ -155,19 +155,30 @@ class NamespaceCounts:
     memories: int
 
 
-# Every unexpired memory of one namespace holding any of the words, with its full-text rank (lower
-# is better: RECALL_SQL's order), in one pass over the words' entries in the index, each looked up
-# by rowid. Asked only of words that are not all common, so it reads at most COMMON_WORD_MEMORIES
-# entries a word.
+# The memories of one namespace holding any of the words, expired ones included (as the
+# namespace's size counts them), each with its full-text rank (lower is better: RECALL_SQL's
+# order), in one pass over the words' entries in the index, each looked up by rowid, and stopped
+# past NAMESPACE_MATCHES_READ of them.
 NAMESPACE_MATCHES_SQL = {
     "sqlite": (
-        f"SELECT m.seq, m.id, m.text, bm25({FTS_TABLE}) AS rank FROM {FTS_TABLE} CROSS JOIN memories AS m ON m.seq = {FTS_TABLE}.rowid "
-        f"WHERE {FTS_TABLE} MATCH :expression AND m.namespace = :namespace AND (m.expires_at IS NULL OR m.expires_at > :now)"
+        f"SELECT m.seq, m.id, m.text, m.expires_at, bm25({FTS_TABLE}) AS rank FROM {FTS_TABLE} CROSS JOIN memories AS m "
+        f"ON m.seq = {FTS_TABLE}.rowid WHERE {FTS_TABLE} MATCH :expression AND m.namespace = :namespace LIMIT :limit"
     ),
     "postgresql": (
-        f"SELECT seq, id, text, -ts_rank({pg_document('text')}, query) AS rank FROM memories, to_tsquery('simple', :expression) AS query "
-        f"WHERE {pg_document('text')} @@ query AND namespace = :namespace AND (expires_at IS NULL OR expires_at > :now)"
+        f"SELECT seq, id, text, expires_at, -ts_rank({pg_document('text')}, query) AS rank FROM memories, to_tsquery('simple', :expression) AS query "
+        f"WHERE {pg_document('text')} @@ query AND namespace = :namespace LIMIT :limit"
     ),
+}
+# Up to this many matches, a namespace's are read whole, ranked and counted in one pass: the texts
+# are split into words in Python, which costs about 10 microseconds a memory. More (a namespace
+# that is most of a big store) are ranked and counted in the index instead.
+NAMESPACE_MATCHES_READ = 1_000
+NAMESPACE_WORD_COUNT_SQL = {
+    "sqlite": (
+        f"SELECT count(*) FROM {FTS_TABLE} CROSS JOIN memories AS m ON m.seq = {FTS_TABLE}.rowid "
+        f"WHERE {FTS_TABLE} MATCH :word AND m.namespace = :namespace"
+    ),
+    "postgresql": f"SELECT count(*) FROM memories WHERE {pg_document('text')} @@ to_tsquery('simple', :word) AND namespace = :namespace",
 }
 
 
@@ -177,23 +188,33 @@ def recall_rows_and_counts(conn: Connection, words: QueryWords, k: int, namespac
 
     A namespace that is the whole store has the store's counts, made already; so has a query made
     only of common words (counting them in one namespace would read most of the index: such
-    counts, above the namespace's size, weigh nothing). Any other namespace is read once for both:
-    its memories holding any of the words, ranked as RECALL_SQL ranks them, and counted."""
-    namespace_memories, whole_store = namespace_share(conn, namespace)
-    if k <= 0 or not words.words or words.all_common or whole_store:
+    counts, above the namespace's size, weigh nothing). Any other namespace with at most
+    NAMESPACE_MATCHES_READ memories holding the words is read once for both: they are ranked as
+    RECALL_SQL ranks them, and counted as hybrid recall's coverage reads a text (`tokens`). Past
+    that, recall_rows ranks, and the index counts the words in the namespace, unless it holds at
+    least half the store: then it is weighed as the store."""
+    namespace_memories, elsewhere = namespace_share(conn, namespace)
+    if k <= 0 or not words.words or words.all_common or not elsewhere:
         return recall_rows(conn, "", k, namespace, words=words), NamespaceCounts(dict(words.holding), namespace_memories)
     dialect = conn.dialect.name
-    parameters = {"expression": query_expression(words.words, dialect), "namespace": namespace, "now": now_ms()}
+    expression = query_expression(words.words, dialect)
+    parameters = {"expression": expression, "namespace": namespace, "limit": NAMESPACE_MATCHES_READ + 1}
     matches = conn.execute(text(NAMESPACE_MATCHES_SQL[dialect]), parameters).all()
-    # Words as the index matches them: on SQLite accents folded ("cafe" holds "café").
-    fold = without_diacritics if dialect == "sqlite" else str
-    searched = {word: fold(word) for word in words.words}
+    if len(matches) > NAMESPACE_MATCHES_READ and elsewhere <= namespace_memories:
+        # Most of the store: weighed as the store, whose counts are made (they differ from the
+        # namespace's by at most the other half's, a log-scale weight by at most log 2).
+        return recall_rows(conn, "", k, namespace, words=words), NamespaceCounts(dict(words.holding), namespace_memories + elsewhere)
+    if len(matches) > NAMESPACE_MATCHES_READ:
+        statement = text(NAMESPACE_WORD_COUNT_SQL[dialect])
+        held = {word: conn.execute(statement, {"word": query_expression([word], dialect), "namespace": namespace}).scalar_one() for word in words.words}
+        return recall_rows(conn, "", k, namespace, words=words), NamespaceCounts(held, namespace_memories)
     held = dict.fromkeys(words.words, 0)
     for row in matches:
-        present = set(tokens(fold(row.text)))
-        for word, folded in searched.items():
-            held[word] += folded in present
-    best = sorted(matches, key=lambda row: (row.rank, row.id))[: min(k, MAX_LIMIT)]
+        present = set(tokens(row.text))
+        for word in words.words:
+            held[word] += word in present
+    now = now_ms()
+    best = sorted((row for row in matches if is_unexpired(row._mapping, now)), key=lambda row: (row.rank, row.id))[: min(k, MAX_LIMIT)]
     whole = _whole_rows(conn, [row.seq for row in best])
     return [dict(whole[row.seq], score=-row.rank) for row in best], NamespaceCounts(held, namespace_memories)
 

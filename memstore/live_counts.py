@@ -98,15 +98,17 @@ _NAMESPACE_SHARE_READ = text(
 )
 
 
-def namespace_share(conn: Connection, namespace: str) -> tuple[int, bool]:
-    """How many live memories `namespace` holds, and whether they are the whole store (no live
-    memory in another namespace). From the trigger-kept counts on SQLite (a row per namespace);
-    on PostgreSQL the namespace is counted off its index, and one probe of that index on either
-    side of it finds another. For weighing words, where a count a shell edit left off by a few
-    changes nothing that matters."""
+def namespace_share(conn: Connection, namespace: str) -> tuple[int, int]:
+    """How many live memories `namespace` holds, and how many the other namespaces hold. From the
+    trigger-kept counts on SQLite (a row per namespace); on PostgreSQL the namespace is counted
+    off its index, and the others counted only when one probe of that index on either side of it
+    finds one. For weighing words, where a count a shell edit left off by a few changes nothing
+    that matters."""
     if conn.dialect.name == "sqlite":
         held, elsewhere = conn.execute(_NAMESPACE_SHARE_READ, {"namespace": namespace}).one()
-        return held, not elsewhere
+        return held, elsewhere
     held = conn.execute(select(func.count()).select_from(memories).where(memories.c.namespace == namespace)).scalar_one()
     other = (memories.c.namespace < namespace) | (memories.c.namespace > namespace)
-    return held, conn.execute(select(memories.c.id).where(other).limit(1)).first() is None
+    if conn.execute(select(memories.c.id).where(other).limit(1)).first() is None:
+        return held, 0
+    return held, conn.execute(select(func.count()).select_from(memories).where(other)).scalar_one()

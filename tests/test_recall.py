@@ -302,6 +302,37 @@ def test_words_are_weighed_in_the_namespace_searched(store):
         assert recall_rows_and_counts(conn, query_words(conn, "garden"), 5, "notes")[1].holding == {"garden": 200}
 
 
+def test_namespace_counts_read_words_as_coverage_does_and_hold_past_the_one_pass(store, monkeypatch):
+    """The one pass counts words as hybrid recall's coverage reads a text (tokens: a virama splits
+    a Devanagari word, as it does in the index), expired memories included as the namespace's
+    size includes them, and ranks only the unexpired. A namespace with more matches than it reads
+    is ranked by recall_rows, with the same answer, and its words counted in the index, or in the
+    store when it holds most of it."""
+    from memstore import fulltext
+    from memstore.db import read_transaction, write_transaction
+    from memstore.fulltext import recall_rows, recall_rows_and_counts, query_words
+    from memstore.words import tokens
+
+    texts = ["नमस्ते dost", "namaste dost", "chai and dost", "dost again", "old dost"]
+    store.add_many([{"id": f"a{n}", "text": t, "namespace": "a"} for n, t in enumerate(texts)])
+    store.add_many([{"id": f"b{n}", "text": f"elsewhere dost {n}", "namespace": "b"} for n in range(10)])
+    with write_transaction(store.engine) as conn:  # a4 expired a moment ago, not yet archived
+        conn.execute(fulltext.memories.update().where(fulltext.memories.c.id == "a4").values(expires_at=1))
+    query = "नमस्ते dost"
+    with read_transaction(store.engine) as conn:
+        words = query_words(conn, query)
+        ranked, counts = recall_rows_and_counts(conn, words, 10, "a")
+        assert counts.holding == {w: sum(w in tokens(t) for t in texts) for w in words.words} and counts.memories == 5
+        assert [row["id"] for row in ranked] == [row["id"] for row in recall_rows(conn, query, 10, "a")] and "a4" not in [row["id"] for row in ranked]
+        monkeypatch.setattr(fulltext, "NAMESPACE_MATCHES_READ", 2)
+        # A minority of the store: counted in the index (a4 included, as the one pass counts it).
+        past = recall_rows_and_counts(conn, words, 10, "a")
+        assert past[0] == recall_rows(conn, query, 10, "a") and past[1].holding["dost"] == 5 and past[1].memories == 5
+        # Most of the store: weighed as the store.
+        most = recall_rows_and_counts(conn, query_words(conn, "dost"), 10, "b")
+        assert most[0] == recall_rows(conn, "dost", 10, "b") and most[1] == type(counts)({"dost": 15}, 15)
+
+
 def test_hybrid_recall_of_common_words_only_in_a_small_namespace_of_a_big_store(sqlite_store):
     """A query made only of common words is counted in the whole store (more memories than the
     namespace searched holds): hybrid recall weighs its words alike and answers."""

@@ -124,6 +124,18 @@ def test_the_kth_largest_cosine_is_found_through_block_maxima_exactly():
                 assert _kth_largest(values, k) == ordered[k - 1], (size, k)
 
 
+def test_a_nan_vector_is_never_a_neighbour():
+    import numpy as np
+
+    from memstore.semantic.vectors import _top
+
+    vectors = np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (300, 1)) * np.linspace(0.1, 1, 300, dtype=np.float32)[:, None]
+    vectors[5] = np.nan
+    ids = [f"m{i:03d}" for i in range(300)]
+    assert [i for i, _ in _top(ids, vectors, np.array([1.0, 0.0], dtype=np.float32), 3)] == ["m299", "m298", "m297"]
+    assert "m005" not in [i for i, _ in _top(ids[:4] + ids[5:6], np.vstack([vectors[:4], vectors[5:6]]), np.array([1.0, 0.0]), 10)]
+
+
 def test_past_sqlite_vecs_depth_limit_the_index_answers_what_numpy_answers(sqlite_store):
     """sqlite-vec returns at most 4,096 neighbours a query: a search that needs more (ties, k past
     it, the nearest ones no longer live) must still give the NumPy path's answer."""

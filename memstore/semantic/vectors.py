@@ -296,10 +296,12 @@ def _best(ids: Sequence[str], coarse: np.ndarray, rows: Callable[[Any], np.ndarr
     them on their vectors (`rows(indices)`)."""
     import numpy as np
 
+    # A vector a model made of NaN is never a neighbour (NumPy would sort it above every cosine).
+    coarse = np.where(np.isnan(coarse), -np.inf, coarse)
     if len(ids) > k:
-        chosen = np.flatnonzero(coarse >= _kth_largest(coarse, k) - FLOAT32_SLACK)
+        chosen = np.flatnonzero((coarse >= _kth_largest(coarse, k) - FLOAT32_SLACK) & np.isfinite(coarse))
     else:
-        chosen = np.arange(len(ids))
+        chosen = np.flatnonzero(np.isfinite(coarse))
     return _ranked([ids[i] for i in chosen], rows(chosen), query_vector)[:k]
 
 
