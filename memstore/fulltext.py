@@ -197,26 +197,26 @@ def recall_rows_and_counts(conn: Connection, words: QueryWords, k: int, namespac
     if k <= 0 or not words.words or words.all_common or not elsewhere:
         return recall_rows(conn, "", k, namespace, words=words), NamespaceCounts(dict(words.holding), namespace_memories)
     dialect = conn.dialect.name
-    expression = query_expression(words.words, dialect)
-    parameters = {"expression": expression, "namespace": namespace, "limit": NAMESPACE_MATCHES_READ + 1}
+    parameters = {"expression": query_expression(words.words, dialect), "namespace": namespace, "limit": NAMESPACE_MATCHES_READ + 1}
     matches = conn.execute(text(NAMESPACE_MATCHES_SQL[dialect]), parameters).all()
-    if len(matches) > NAMESPACE_MATCHES_READ and elsewhere <= namespace_memories:
+    if len(matches) <= NAMESPACE_MATCHES_READ:
+        held = dict.fromkeys(words.words, 0)
+        for row in matches:
+            present = set(tokens(row.text))
+            for word in words.words:
+                held[word] += word in present
+        now = now_ms()
+        best = sorted((row for row in matches if is_unexpired(row._mapping, now)), key=lambda row: (row.rank, row.id))[: min(k, MAX_LIMIT)]
+        whole = _whole_rows(conn, [row.seq for row in best])
+        return [dict(whole[row.seq], score=-row.rank) for row in best], NamespaceCounts(held, namespace_memories)
+    ranked = recall_rows(conn, "", k, namespace, words=words)
+    if elsewhere <= namespace_memories:
         # Most of the store: weighed as the store, whose counts are made (they differ from the
         # namespace's by at most the other half's, a log-scale weight by at most log 2).
-        return recall_rows(conn, "", k, namespace, words=words), NamespaceCounts(dict(words.holding), namespace_memories + elsewhere)
-    if len(matches) > NAMESPACE_MATCHES_READ:
-        statement = text(NAMESPACE_WORD_COUNT_SQL[dialect])
-        held = {word: conn.execute(statement, {"word": query_expression([word], dialect), "namespace": namespace}).scalar_one() for word in words.words}
-        return recall_rows(conn, "", k, namespace, words=words), NamespaceCounts(held, namespace_memories)
-    held = dict.fromkeys(words.words, 0)
-    for row in matches:
-        present = set(tokens(row.text))
-        for word in words.words:
-            held[word] += word in present
-    now = now_ms()
-    best = sorted((row for row in matches if is_unexpired(row._mapping, now)), key=lambda row: (row.rank, row.id))[: min(k, MAX_LIMIT)]
-    whole = _whole_rows(conn, [row.seq for row in best])
-    return [dict(whole[row.seq], score=-row.rank) for row in best], NamespaceCounts(held, namespace_memories)
+        return ranked, NamespaceCounts(dict(words.holding), namespace_memories + elsewhere)
+    statement = text(NAMESPACE_WORD_COUNT_SQL[dialect])
+    held = {word: conn.execute(statement, {"word": query_expression([word], dialect), "namespace": namespace}).scalar_one() for word in words.words}
+    return ranked, NamespaceCounts(held, namespace_memories)
 
 
 # The shortlist holds max(40, 8k) scores, and its rowids go into one IN list: only for k up to 100,
