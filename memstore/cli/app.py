@@ -19,7 +19,7 @@ from ..store import MemoryStore
 # imported when the command runs or is listed, not before: an agent's per-turn `memstore add` loads
 # the store commands only, not those of the jobs, the corrections, meaning or the MCP server.
 COMMANDS = {
-    "add": "store_commands:add", "backup": "store_commands:backup", "check": "store_commands:check",
+    "add": "store_commands:add", "backup": "store_commands:backup", "check": "store_commands:check", "copy": "store_commands:copy",
     "export": "store_commands:export", "import": "store_commands:import_", "init": "store_commands:init",
     "list": "store_commands:list_", "path": "store_commands:path", "restore": "store_commands:restore",
     "runs": "store_commands:runs", "show": "store_commands:show",

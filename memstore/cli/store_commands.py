@@ -1,4 +1,4 @@
-"""The store itself: path, init, add, import, export, list, show, runs, restore, backup, check."""
+"""The store itself: path, init, add, import, export, list, show, runs, restore, backup, check, copy."""
 
 from __future__ import annotations
 
@@ -256,3 +256,39 @@ def check(ctx, fix, as_json) -> None:
     print_json(report.to_dict()) if as_json else print_check(report)
     if not report.ok:
         ctx.exit(1)
+
+
+@click.command()
+@click.argument("source", metavar="SOURCE")
+@click.argument("target", metavar="TARGET")
+@json_option
+@click.pass_context
+def copy(ctx, source, target, as_json) -> None:
+    """Copy a whole store into a new or empty one, on either backend.
+
+    SOURCE and TARGET are each a SQLite file path or a URL (postgresql+psycopg://...);
+    --db is not used. Everything moves: the live set, the archive, the runs (restore
+    and --as-of work on the copy), merges, settings, vectors and contradiction flags
+    with their dismissals. The full-text index, live counts, vector index and id
+    counters are rebuilt in TARGET. TARGET is created and migrated if needed, and
+    written in one transaction; one that holds memories is refused.
+
+    \b
+    Example:
+        memstore copy agent.db postgresql+psycopg://user@dbhost/agent_memory
+    """
+    from ..store import MemoryStore
+    from ..transfer import copy_into
+
+    ctx.obj["location"] = source
+    with MemoryStore(source, create=False) as store:
+        ctx.obj["location"] = target  # a database error from here on is the target's
+        report = copy_into(store.engine, target)
+    if as_json:
+        return print_json(report.to_dict())
+    rows = report.rows
+    search = f"; vector search: {report.vector_search}" if report.vector_search else ""
+    click.echo(
+        f"copied {rows['memories']} memories, {rows['memory_archive']} archived, {rows['consolidation_runs']} runs, "
+        f"{rows['memory_vectors']} vectors and {rows['contradiction_flags']} flags to {report.target}{search}"
+    )
