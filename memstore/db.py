@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sysconfig
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
@@ -76,25 +75,36 @@ def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
 VEC_LOADED = "memstore_sqlite_vec"
 
 
+# Set to "sqlean" to open SQLite stores through sqlean.py (a second copy of SQLite that can load
+# sqlite-vec) on a Python whose own `sqlite3` cannot. Only safe when nothing else in the process opens
+# the store's file: see docs/reliability.md, "Sharing the file with other SQLite users".
+SQLITE_LIBRARY_ENV = "MEMSTORE_SQLITE_LIBRARY"
+
+
 def sqlite_driver() -> Any:
-    """The DB-API module SQLite stores are opened with: the standard `sqlite3` when it can load
-    extensions (sqlite-vec needs that), else `sqlean` (a drop-in `sqlite3` that can; the semantic
-    extra installs it), else the standard one, without vector search in SQL."""
-    # A build configured without loadable extensions says so in its config: then the standard
-    # module is not loaded just to ask, which costs a per-turn `memstore add` about as much as
-    # loading sqlean (None: a build that does not say, asked the slow way).
-    if sysconfig.get_config_var("PY_SQLITE_ENABLE_LOAD_EXTENSION") != 0:
-        import sqlite3
+    """The DB-API module SQLite stores are opened with: Python's own `sqlite3`, the copy of SQLite
+    every other library in the process (LangGraph's checkpointer, pandas, a user's script) opens
+    files with. Two copies of SQLite must never open one file in one process: POSIX locks belong to
+    the process, so when one copy closes its descriptor the other's locks are gone, and the WAL it
+    is writing can be checkpointed and deleted under it. `sqlean` only when MEMSTORE_SQLITE_LIBRARY
+    asks for it."""
+    choice = os.environ.get(SQLITE_LIBRARY_ENV, "").strip().lower()
+    if choice not in ("", "sqlite3", "sqlean"):
+        raise MemstoreError(f"{SQLITE_LIBRARY_ENV}={choice!r}: must be sqlite3 or sqlean")
+    if choice == "sqlean":
+        try:
+            import sqlean
+        except ImportError as exc:
+            raise MemstoreError(f"{SQLITE_LIBRARY_ENV}=sqlean, but sqlean.py is not installed (pip install sqlean.py)") from exc
+        return sqlean
+    import sqlite3
 
-        if hasattr(sqlite3.Connection, "enable_load_extension"):
-            return sqlite3
-    try:
-        import sqlean
-    except ImportError:
-        import sqlite3
+    return sqlite3
 
-        return sqlite3
-    return sqlean
+
+def can_load_extensions(driver: Any) -> bool:
+    """Whether connections of this DB-API module can load SQLite extensions (sqlite-vec)."""
+    return hasattr(driver.Connection, "enable_load_extension")
 
 
 def sqlite_vec_path() -> str | None:

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
@@ -65,9 +65,10 @@ def shared_with_others(path: str | os.PathLike[str]) -> int | None:
 
 
 @contextmanager
-def replaced_privately(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> Iterator[IO[str]]:
-    """Write text to a temporary file beside `path`, renamed over it only once whole: a failure
-    halfway leaves `path` as it was. The file is 0600, or keeps the mode of the file it replaces."""
+def replaced_privately(path: str | os.PathLike[str], *, encoding: str = "utf-8", binary: bool = False) -> Iterator[IO[Any]]:
+    """Write text (or bytes, `binary`) to a temporary file beside `path`, renamed over it only once
+    whole: a failure halfway leaves `path` as it was. The file is 0600, or keeps the mode of the
+    file it replaces. Binary files are flushed to disk before the rename."""
     target = Path(path)
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     fd = _create_exclusive(partial, os.O_WRONLY)
@@ -76,8 +77,14 @@ def replaced_privately(path: str | os.PathLike[str], *, encoding: str = "utf-8")
     try:
         if target.exists():
             shutil.copymode(target, partial)
-        with os.fdopen(fd, "w", encoding=encoding, newline="") as file:
-            yield file
+        if binary:
+            with os.fdopen(fd, "wb") as raw:
+                yield raw
+                raw.flush()
+                os.fdatasync(raw.fileno())
+        else:
+            with os.fdopen(fd, "w", encoding=encoding, newline="") as file:
+                yield file
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)

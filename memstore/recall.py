@@ -21,7 +21,8 @@ from .fulltext import query_words, recall_rows, recall_rows_and_counts, touch
 from .records import now_ms
 from .schema import is_unexpired, memories
 from .semantic.fusion import LEXICAL, SEMANTIC, Candidate, Fused, fuse, judged, word_weights
-from .semantic.vectors import NamespaceVectors, cosines, has_vectors, require_model, search
+from .semantic.vector_file import search
+from .semantic.vectors import NamespaceVectors, cosines, has_vectors, require_model
 
 def fusion_depth(k: int) -> int:
     """How deep each ranking is read before hybrid recall fuses them into k: the union of both

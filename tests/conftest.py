@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from memstore import MemoryStore
+from memstore.db import can_load_extensions, sqlite_driver
 
 from .pgserver import start_temp_postgres
 from .strategies import PROFILE, QUICK_EXAMPLES
@@ -35,11 +37,25 @@ SLOW_MODULES = ("test_torture", "test_packaging")
 
 def pytest_collection_modifyitems(config, items):
     """Every property test (Hypothesis) and every test of SLOW_MODULES is `slow`:
-    `pytest -m "not slow"` is the quick loop, the full suite stays the default."""
+    `pytest -m "not slow"` is the quick loop, the full suite stays the default. Tests that need
+    sqlite-vec in the store's own connection are deselected where this Python's sqlite3 cannot load
+    it: the test command runs them again under a Python that can (scripts/test)."""
     for item in items:
         function = getattr(item, "function", None)
         if getattr(function, "is_hypothesis_test", False) or item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+    if not can_load_extensions(sqlite_driver()):
+        unable = [item for item in items if item.get_closest_marker("sqlite_vec")]
+        if unable:
+            config.hook.pytest_deselected(items=unable)
+            items[:] = [item for item in items if not item.get_closest_marker("sqlite_vec")]
+
+
+def pytest_report_header(config):
+    import sqlite3
+
+    loads = "can" if can_load_extensions(sqlite3) else "cannot (tests marked sqlite_vec are deselected)"
+    return f"memstore: Python {sys.version.split()[0]} at {sys.executable}; its sqlite3 (SQLite {sqlite3.sqlite_version}) {loads} load extensions"
 
 SEED_SAMPLE = [
     {"id": "m1", "text": "User prefers dark mode.", "timestamp": 10, "importance": 3},

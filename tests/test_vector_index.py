@@ -27,6 +27,10 @@ from memstore.semantic.vectors import model_of, search
 from .conftest import REPO
 from .handmade import store_handmade_vectors
 
+# sqlite-vec lives in the store's own connection: these run under a Python that can load it (the
+# test command's second one); the PostgreSQL cases run there too.
+pytestmark = pytest.mark.sqlite_vec
+
 DIM = 8
 
 
@@ -179,11 +183,15 @@ sys.modules["sqlite_vec"] = None
 import numpy as np
 from memstore import MemoryStore
 from memstore.db import read_transaction, vec_loaded
-from memstore.semantic.vectors import model_of, search
+from memstore.semantic import vector_file, vectors
 path, queries = sys.argv[1], json.loads(sys.argv[2])
 with MemoryStore(path) as store, read_transaction(store.engine) as conn:
     status = store.embedding_status()
-    answers = [search(conn, model_of(conn), np.array(q, dtype=np.float32), ns, 7) for ns, q in queries]
+    model = vectors.model_of(conn)
+    answers = {
+        way.__name__: [way.search(conn, model, np.array(q, dtype=np.float32), ns, 7) for ns, q in queries]
+        for way in (vectors, vector_file)
+    }
     print(json.dumps({"loaded": vec_loaded(conn), "status": status, "answers": answers}))
 """
 
@@ -199,10 +207,12 @@ def test_a_python_without_sqlite_vec_answers_the_same_through_numpy(sqlite_store
     sqlite_store.close()
     done = subprocess.run([sys.executable, "-c", SUBPROCESS_SEARCH, str(db_path), json.dumps(queries)], capture_output=True, text=True, check=True)
     theirs = json.loads(done.stdout)
-    assert theirs["loaded"] is False and theirs["status"]["search"] == "numpy"
-    assert "cannot load sqlite-vec" in theirs["status"]["notice"]
-    assert [[i for i, _ in answer] for answer in theirs["answers"]] == [[i for i, _ in answer] for answer in mine]
-    assert all(abs(a - b) < 1e-9 for x, y in zip(theirs["answers"], mine) for (_, a), (_, b) in zip(x, y))
+    assert theirs["loaded"] is False and theirs["status"]["search"] == "vector-file"
+    assert "sqlite-vec is not installed" in theirs["status"]["notice"]
+    for way in ("memstore.semantic.vectors", "memstore.semantic.vector_file"):  # NumPy over SQL, over the files
+        answers = theirs["answers"][way]
+        assert [[i for i, _ in answer] for answer in answers] == [[i for i, _ in answer] for answer in mine]
+        assert all(abs(a - b) < 1e-9 for x, y in zip(answers, mine) for (_, a), (_, b) in zip(x, y))
 
 
 SUBPROCESS_FORGET = """
@@ -220,7 +230,7 @@ def test_a_change_made_without_sqlite_vec_marks_the_index_stale_and_sync_rebuild
     sqlite_store.close()
     subprocess.run([sys.executable, "-c", SUBPROCESS_FORGET, str(db_path)], check=True)
     with MemoryStore(db_path) as store:
-        assert status_of(store)["search"] == "numpy" and "out of step" in status_of(store)["notice"]
+        assert status_of(store)["search"] == "vector-file" and "out of step" in status_of(store)["notice"]
         assert [f.check for f in store.check().findings] == ["vector_index"]
         store.sync_embeddings()  # rebuilds it
         assert status_of(store)["search"] == "sqlite-vec" and index_rows(store) == live_with_vectors(store)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Integer, Text, cast, delete, func, insert, select, update
 
 from .. import vector_index
-from ..db import rows_in
+from ..db import chunked, rows_in, sqlite_vec_path
 from ..errors import MemstoreError
 from ..records import now_ms
 from ..schema import is_unexpired, memories, memory_archive, memory_vectors, memstore_settings, unexpired
@@ -110,10 +110,12 @@ def search_notice(conn: Connection, model: EmbeddingModel) -> str | None:
         return "the vector index is out of step; `memstore embeddings sync` or `memstore check --fix` rebuilds it"
     if conn.dialect.name == "postgresql":
         return "vector search runs in NumPy, one namespace at a time: pgvector is not enabled (a database owner can run: CREATE EXTENSION vector;)"
-    return (
-        "vector search runs in NumPy, one namespace at a time: this Python's sqlite3 cannot load sqlite-vec "
-        "(pip install 'memstore[semantic]' brings sqlite-vec and sqlean.py)"
-    )
+    missing = "sqlite-vec is not installed (pip install 'memstore[semantic]')"
+    if vector_file_store(conn, model) is not None:
+        if sqlite_vec_path() is not None:  # installed, so it is this Python's sqlite3 that cannot
+            missing = "this Python's sqlite3 cannot load extensions, and memstore opens the store with no other SQLite (docs/reliability.md)"
+        return f"vector search runs in NumPy over the vector files beside the store (STORE-vectors/): {missing}"
+    return f"vector search runs in NumPy, one namespace at a time: {missing}"
 
 
 def ensure_index(conn: Connection, model: EmbeddingModel) -> bool:
@@ -125,8 +127,46 @@ def ensure_index(conn: Connection, model: EmbeddingModel) -> bool:
 
 
 def search_backend(conn: Connection, model: EmbeddingModel) -> str:
-    """Where a search of this connection runs: "sqlite-vec", "pgvector" or "numpy"."""
-    return (vector_index.backend(conn) or "numpy") if vector_index.ready(conn, model.name) else "numpy"
+    """Where a search of this connection runs: "sqlite-vec", "pgvector", "vector-file" (NumPy over
+    the vector files beside a SQLite store: `memstore.semantic.vector_file`) or "numpy"."""
+    if vector_index.ready(conn, model.name):
+        return vector_index.backend(conn) or "numpy"
+    return "vector-file" if vector_file_store(conn, model) is not None else "numpy"
+
+
+def vector_file_store(conn: Connection, model: EmbeddingModel) -> str | None:
+    """The store's file when searches of this connection read vector files beside it: a SQLite file
+    whose connection cannot keep the vector index in it (no sqlite-vec here). Else None."""
+    database = conn.engine.url.database if conn.dialect.name == "sqlite" else None
+    if database in (None, "", ":memory:") or vector_index.ready(conn, model.name):
+        return None
+    return database
+
+
+def current_counters(conn: Connection) -> tuple[int, int]:
+    """(vectors_version, embedding_epoch) as this connection sees them: what a copy of the vectors
+    held elsewhere compares itself with."""
+    settings = _settings(conn)
+    return int(settings.get(VERSION_SETTING, 0)), int(settings.get(EPOCH_SETTING, 0))
+
+
+def namespace_vectors_since(conn: Connection, model: EmbeddingModel, namespace: str, since: int | None) -> tuple[int, dict[str, bytes]]:
+    """(the newest embedded_at of `model` when read, {id: blob}) of every vector of `model` whose
+    memory, live or archived, is in `namespace`, embedded at or after `since` (None: all)."""
+    # Read before the vectors: a batch committed in between (a writer outside this snapshot) is
+    # stamped above this and read next time, never skipped.
+    newest = newest_embedding(conn, model)
+    fresh: dict[str, bytes] = {}
+    for table in (memories, memory_archive):
+        query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector).join(
+            table, table.c.id == memory_vectors.c.memory_id
+        )
+        if since is None:  # the whole namespace, off its own index (the model compared below)
+            query = query.where(table.c.namespace == namespace)
+        else:  # what was embedded since, off the model's (model, embedded_at) index
+            query = query.where(memory_vectors.c.model == model.name, memory_vectors.c.embedded_at >= since, table.c.namespace == namespace)
+        fresh.update((row.memory_id, row.vector) for row in conn.execute(query) if row.model == model.name)
+    return (-1 if newest is None else newest), fresh
 
 
 def require_model(conn: Connection) -> EmbeddingModel:
@@ -177,7 +217,8 @@ def store_vectors(conn: Connection, model: EmbeddingModel, ids: Sequence[str], b
     _bump(conn, VERSION_SETTING)
     newest = newest_embedding(conn, model)
     stamp = now if newest is None else max(now, newest + 1)
-    conn.execute(delete(memory_vectors).where(memory_vectors.c.memory_id.in_(list(ids))))
+    for chunk in chunked(ids):  # an IN list of every id would pass the databases' parameter limits
+        conn.execute(delete(memory_vectors).where(memory_vectors.c.memory_id.in_(chunk)))
     conn.execute(
         insert(memory_vectors),
         [{"memory_id": i, "model": model.name, "dim": model.dim, "vector": b, "embedded_at": stamp} for i, b in zip(ids, blobs)],
@@ -355,19 +396,7 @@ class NamespaceVectors:
         since = self.newest if self.columns is not None else None
         if since is None:
             self.ids, self.position, self.columns = [], {}, np.zeros((self.model.dim, 0), dtype=np.float32)
-        # Read before the vectors: a batch committed in between (a writer outside this snapshot) is
-        # stamped above this and read next time, never skipped.
-        newest = newest_embedding(conn, self.model)
-        fresh: dict[str, bytes] = {}
-        for table in (memories, memory_archive):
-            query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector).join(
-                table, table.c.id == memory_vectors.c.memory_id
-            )
-            if since is None:  # the whole namespace, off its own index (the model compared below)
-                query = query.where(table.c.namespace == self.namespace)
-            else:  # what was embedded since, off the model's (model, embedded_at) index
-                query = query.where(memory_vectors.c.model == self.model.name, memory_vectors.c.embedded_at >= since, table.c.namespace == self.namespace)
-            fresh.update((row.memory_id, row.vector) for row in conn.execute(query) if row.model == self.model.name)
+        newest, fresh = namespace_vectors_since(conn, self.model, self.namespace, since)
         if fresh:
             ordered = sorted(fresh.items())
             vectors = from_blobs((blob for _, blob in ordered), self.model.dim)
@@ -383,7 +412,7 @@ class NamespaceVectors:
                 self.ids.extend(memory_id for memory_id, _ in appended)
                 self.columns = np.hstack([self.columns, np.stack([vector for _, vector in appended], axis=1)])
         self.version = version
-        self.newest = max(self.newest, -1 if newest is None else newest)
+        self.newest = max(self.newest, newest)
 
     def _top(self, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         import numpy as np
