@@ -63,6 +63,11 @@ the scenarios of scripts/bench_vectors.py (recall as a process, hybrid vs lexica
 memory; hybrid recall in a long-lived process at 100,000 and 1,000,000; the same on PostgreSQL with
 pgvector), on stores of random unit vectors filed under the real model's name.
 
+Copy (once per bench run; ``--only copy`` runs just this; ``--copy-size``, default 100,000): the
+scenario of scripts/bench_copy.py, ``memstore.transfer.copy_into`` of a store with history and vectors
+SQLite -> PostgreSQL, PostgreSQL -> SQLite and SQLite -> SQLite, its rate in memories per second
+and the time its derived data (the vector index above all) took.
+
 Repeats: each scenario runs ``--repeats`` times (median reported) unless one run takes more than
 ``--slow`` seconds (default 10), in which case it runs once. Store files are copied with
 shutil.copy after every connection is closed and the WAL checkpointed, so each measured variant
@@ -746,6 +751,12 @@ def semantic_rows(sem: dict) -> list[dict]:
     return vector_rows(sem["vectors"])
 
 
+def run_copy(args, work: Path) -> dict:
+    from bench_copy import run_copy as run
+
+    return run(args, work)
+
+
 def run_operations(args, work: Path) -> dict:
     return {"job_report": [bench_job_report(work, size, args) for size in sorted(args.ops_sizes)],
             "cli_add": bench_cli_add(work, args)}  # fmt: skip
@@ -891,8 +902,11 @@ def table_rows(results: list[dict]) -> list[dict]:
     return rows  # fmt: skip
 
 
-def all_rows(results: list[dict], operations: dict | None, semantic: dict | None = None) -> list[dict]:
-    return table_rows(results) + (operations_rows(operations) if operations else []) + (semantic_rows(semantic) if semantic else [])
+def all_rows(results: list[dict], operations: dict | None, semantic: dict | None = None, copy: dict | None = None) -> list[dict]:
+    from bench_copy import copy_rows
+
+    return (table_rows(results) + (operations_rows(operations) if operations else []) + (semantic_rows(semantic) if semantic else [])
+            + (copy_rows(copy) if copy else []))  # fmt: skip
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -933,8 +947,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=None, help="where store files go (default: a temp dir)")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--only", choices=["all", "core", "ops", "vectors"], default="all",
-                        help="core: the per-size scenarios; ops: the job report and CLI scenarios; vectors: vector search")
+    parser.add_argument("--only", choices=["all", "core", "ops", "vectors", "copy"], default="all",
+                        help="core: the per-size scenarios; ops: the job report and CLI scenarios; vectors: vector search; "
+                             "copy: memstore copy between backends (scripts/bench_copy.py)")
+    parser.add_argument("--copy-size", type=int, default=100_000, help="memories of the copy scenario's store")
     parser.add_argument("--model-dir", type=Path, default=REPO / ".model-cache" / "minilm", help="the offline model directory")
     parser.add_argument("--process-runs", type=int, default=7, help="runs of each recall process (median reported)")
     parser.add_argument("--vectors-size", type=int, default=100_000, help="memories of the process and PostgreSQL vector scenarios")
@@ -942,7 +958,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops-sizes", type=int, nargs="+", default=[50_000, 500_000], help="live stores of the job-report scenario")
     parser.add_argument("--cli-runs", type=int, default=21, help="wall-time runs of memstore add and of its baseline")
     args = parser.parse_args(argv)
-    sizes = [] if args.only in ("ops", "vectors") else [10_000] if args.quick else sorted(args.sizes)
+    sizes = [] if args.only in ("ops", "vectors", "copy") else [10_000] if args.quick else sorted(args.sizes)
 
     started = time.perf_counter()
     results: list[dict] = []
@@ -950,6 +966,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="memstore-bench-", dir=args.workdir) as tmp:
         operations: dict | None = None
         semantic: dict | None = None
+        copy: dict | None = None
 
         def write_results(step: str) -> None:
             doc = {
@@ -963,10 +980,11 @@ def main(argv: list[str] | None = None) -> int:
                            "queries": args.queries, "seed": args.seed, "exhaustive_sample": args.exhaustive_sample,
                            "ops_sizes": args.ops_sizes, "cli_runs": args.cli_runs},
                 "elapsed_seconds": round(time.perf_counter() - started, 1),
-                "table": all_rows(results, operations, semantic),
+                "table": all_rows(results, operations, semantic, copy),
                 "results": results,
                 "operations": operations,
                 "semantic": semantic,
+                "copy": copy,
             }  # fmt: skip
             args.output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
             log(f"{step} done; wrote {args.output}")
@@ -980,10 +998,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in ("all", "vectors"):
             semantic = run_semantic(args, Path(tmp))
             write_results("semantic")
+        if args.only in ("all", "copy"):
+            copy = run_copy(args, Path(tmp))
+            write_results("copy")
     print()
     print(f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, Python {platform.python_version()}, "
           f"SQLite {sqlite3.sqlite_version}")  # fmt: skip
-    print_table(all_rows(results, operations, semantic))
+    print_table(all_rows(results, operations, semantic, copy))
     ok = True
     for r in results:
         for part, checks in (("consolidation", ("full_same_result_as_raw", "incremental_same_result_as_full",

@@ -54,6 +54,8 @@ def raw_tables(path) -> dict[str, list[tuple]]:
             rows = conn.execute(f'SELECT {typed} FROM "{name}"').fetchall()
             if name == "memstore_settings":
                 rows = [row for row in rows if row[0] not in DERIVED_SETTINGS]
+            if name == "sqlite_sequence":  # sqlite-vec's shadow tables number their rows too
+                rows = [row for row in rows if not row[0].startswith(VECTOR_INDEX_TABLE)]
             out[name] = sorted(rows, key=repr)
     return out
 
