@@ -1,0 +1,161 @@
+"""Vector files: where the store's connection cannot hold sqlite-vec, searches read the vectors from
+files beside the store (memstore.semantic.vector_file), and answer exactly what NumPy over the
+store's own rows answers, through every change of the live set and of the vectors, after damage,
+and from a snapshot older than the files.
+
+The tests take sqlite-vec away from memstore's connections (`memstore.db.sqlite_vec_path` answers
+None), so they hold the same way on a Python whose sqlite3 could load it; on the test command's
+main Python it cannot anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import stat
+
+import numpy as np
+import pytest
+
+import memstore.db
+from memstore import MemoryStore
+from memstore.db import read_transaction, write_transaction
+from memstore.records import one_memory
+from memstore.semantic import vector_file, vectors
+from memstore.semantic.embed import to_blob
+from memstore.writes import add_in_transaction
+
+from .handmade import store_handmade_vectors
+
+DIM = 8
+NAMESPACES = ("ns0", "ns1", "ns2")
+
+
+@pytest.fixture(autouse=True)
+def no_sqlite_vec(monkeypatch):
+    monkeypatch.setattr(memstore.db, "sqlite_vec_path", lambda: None)
+
+
+def unit(rng: random.Random) -> list[float]:
+    vector = [rng.gauss(0, 1) for _ in range(DIM)]
+    norm = sum(x * x for x in vector) ** 0.5
+    return [x / norm for x in vector]
+
+
+def records(first: int, count: int) -> list[dict]:
+    return [{"id": f"m{i:04d}", "text": f"fact number {i}", "namespace": NAMESPACES[i % 3], "timestamp": i} for i in range(first, first + count)]
+
+
+def embed_more(store: MemoryStore, new: dict[str, list[float]], now: int) -> None:
+    """Vectors for `new`, of the model the store has (no new model: the files are brought up to date)."""
+    with write_transaction(store.engine) as conn:
+        model = vectors.model_of(conn)
+        vectors.store_vectors(conn, model, list(new), [to_blob(v) for v in new.values()], now)
+
+
+def both_ways(store: MemoryStore, queries: list[tuple[str, list[float]]], k: int) -> tuple[list, list]:
+    with read_transaction(store.engine) as conn:
+        model = vectors.model_of(conn)
+        from_files = [vector_file.search(conn, model, np.array(q, dtype=np.float32), ns, k) for ns, q in queries]
+        in_store = [vectors.search(conn, model, np.array(q, dtype=np.float32), ns, k) for ns, q in queries]
+    return from_files, in_store
+
+
+def assert_same_answers(store: MemoryStore, seed: int) -> None:
+    rng = random.Random(seed)
+    queries = [(rng.choice(NAMESPACES), unit(rng)) for _ in range(10)]
+    for k in (1, 5, 23):
+        from_files, in_store = both_ways(store, queries, k)
+        assert [[i for i, _ in answer] for answer in from_files] == [[i for i, _ in answer] for answer in in_store]
+        assert all(abs(a - b) < 1e-9 for x, y in zip(from_files, in_store) for (_, a), (_, b) in zip(x, y))
+
+
+@pytest.fixture
+def filled(db_path):
+    rng = random.Random(5)
+    with MemoryStore(db_path) as store:
+        store.add_many(records(0, 150))
+        store_handmade_vectors(store, {r["id"]: unit(rng) for r in records(0, 150)})
+        yield store, rng
+
+
+def test_a_store_without_sqlite_vec_searches_its_vector_files(filled, db_path):
+    store, _ = filled
+    status = store.embedding_status()
+    assert status["search"] == "vector-file" and "vector files beside the store" in status["notice"]
+    assert_same_answers(store, seed=1)
+    folder = vector_file.directory_of(str(db_path))
+    assert len(list(folder.glob("*.json"))) == 3  # one file per namespace searched
+
+
+def test_the_files_follow_new_vectors_archiving_restoring_and_a_new_model(filled):
+    store, rng = filled
+    assert_same_answers(store, seed=2)
+    store.add_many(records(150, 60))
+    embed_more(store, {r["id"]: unit(rng) for r in records(150, 60)}, now=2000)
+    assert_same_answers(store, seed=3)  # appended
+    embed_more(store, {"m0003": unit(rng), "m0151": unit(rng)}, now=3000)
+    assert_same_answers(store, seed=4)  # replaced in place
+    report = store.consolidate(capacity=10)
+    store.forget(["m0004"])
+    assert_same_answers(store, seed=5)  # archived: left out on liveness
+    store.restore(report.run_id)
+    assert_same_answers(store, seed=6)
+    store_handmade_vectors(store, {f"m{i:04d}": unit(rng) for i in range(0, 210, 2)})  # a new model: half embedded
+    assert_same_answers(store, seed=7)
+
+
+def test_the_files_are_the_owners_alone(filled, db_path):
+    store, _ = filled
+    assert_same_answers(store, seed=1)
+    folder = vector_file.directory_of(str(db_path))
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert {stat.S_IMODE(path.stat().st_mode) for path in folder.iterdir()} == {0o600}
+
+
+def test_damaged_or_half_written_files_are_rebuilt_or_read_as_far_as_their_header_says(filled, db_path):
+    store, rng = filled
+    assert_same_answers(store, seed=1)
+    folder = vector_file.directory_of(str(db_path))
+    rows = sorted(folder.glob("*.f32"))
+    headers = sorted(folder.glob("*.json"))
+    with open(rows[0], "ab") as extra:  # a writer stopped after its rows, before its header
+        extra.write(to_blob(unit(rng)) * 3)
+    os.truncate(rows[1], rows[1].stat().st_size - 5)  # cut short
+    headers[2].write_text("{not json", encoding="utf-8")
+    assert_same_answers(store, seed=1)
+    assert all(json.loads(path.read_text(encoding="utf-8"))["format"] == vector_file.FORMAT for path in headers)
+
+
+def test_a_snapshot_older_than_the_files_answers_from_its_own_vectors(filled, db_path):
+    store, rng = filled
+    assert_same_answers(store, seed=1)
+    query = ("ns0", unit(rng))
+    store.add("fact number 999", id="near", namespace="ns0", timestamp=999)  # live, not embedded yet
+    with read_transaction(store.engine) as conn:  # this snapshot starts before its vector
+        model = vectors.model_of(conn)
+        before = vectors.search(conn, model, np.array(query[1], dtype=np.float32), "ns0", 10)
+        assert "near" not in [i for i, _ in before]
+        with MemoryStore(db_path) as other:  # another process embeds it, right at the query
+            embed_more(other, {"near": query[1]}, now=5000)
+            assert_same_answers(other, seed=1)  # brings the files past this snapshot
+        assert vector_file.search(conn, model, np.array(query[1], dtype=np.float32), "ns0", 10) == before
+    assert "near" in [i for i, _ in both_ways(store, [query], 10)[0][0]]
+
+
+def test_a_dry_run_inside_a_write_transaction_leaves_the_files_as_they_were(filled, db_path):
+    store, rng = filled
+    assert_same_answers(store, seed=1)
+    folder = vector_file.directory_of(str(db_path))
+    before = {path.name: path.read_bytes() for path in folder.iterdir()}
+    query = unit(rng)
+    with pytest.raises(RuntimeError), write_transaction(store.engine) as conn:
+        store_conn_model = vectors.model_of(conn)
+        add_in_transaction(conn, [one_memory("x", "uncommitted", "ns0", 1, None, False, None, None, None, None)], skip_invalid=False)
+        vectors.store_vectors(conn, store_conn_model, ["uncommitted"], [to_blob(query)], 9000)
+        hits = vector_file.search(conn, store_conn_model, np.array(query, dtype=np.float32), "ns0", 3)
+        assert hits[0][0] == "uncommitted"  # the transaction sees its own vector, from the store
+        raise RuntimeError("rolled back")
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
+    assert_same_answers(store, seed=1)
