@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -135,6 +136,7 @@ def bench_long_lived(location: str, namespaces: int, queries: list[str], seed: i
 def remove(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
+    shutil.rmtree(f"{path}-vectors", ignore_errors=True)  # the vector files of a Python without sqlite-vec
 
 
 def run_vectors(args, work: Path, queries: list[str]) -> dict:

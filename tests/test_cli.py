@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import click
@@ -18,7 +17,6 @@ from click.testing import CliRunner
 from memstore import MemoryStore
 from memstore.cli import cli
 from memstore.cli.app import COMMANDS
-from memstore.db import sqlite_driver
 from memstore.migrate import SCHEMA_HEAD
 
 from .conftest import SEED_SAMPLE
@@ -299,8 +297,8 @@ def test_a_command_loads_the_module_of_its_own_commands_only(tmp_path):
 
 
 def test_add_loads_one_sqlite_library(tmp_path):
-    """The driver is chosen without loading the standard sqlite3 where the build says it cannot load
-    extensions (a second SQLite library cost `add` as much as sqlean does)."""
+    """`add` loads Python's own sqlite3 and no second SQLite library (sqlean), with or without the
+    semantic extra installed: two copies of SQLite must not open one file in a process."""
     db = tmp_path / "store.db"
     MemoryStore(db).close()
     code = (
@@ -309,10 +307,7 @@ def test_add_loads_one_sqlite_library(tmp_path):
         "assert result.exit_code == 0, result.output"
     )
     loaded = {name.split(".")[0] for name in _modules_after(code, tmp_path, prefixes=("sqlite3", "sqlean"))}
-    expected = {sqlite_driver().__name__}
-    if sysconfig.get_config_var("PY_SQLITE_ENABLE_LOAD_EXTENSION") is None:
-        expected.add("sqlite3")  # a build that does not say is asked by loading the module
-    assert loaded == expected
+    assert loaded == {"sqlite3"}
 
 
 def test_recall_loads_full_text_search_but_not_alembic_or_the_job(tmp_path):
