@@ -1002,8 +1002,9 @@ def main(argv: list[str] | None = None) -> int:
             copy = run_copy(args, Path(tmp))
             write_results("copy")
     print()
-    print(f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, Python {platform.python_version()}, "
-          f"SQLite {sqlite3.sqlite_version}")  # fmt: skip
+    search = (semantic or {}).get("vectors", {}).get("search")
+    print(f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, Python {platform.python_version()} "
+          f"({sys.executable}), SQLite {sqlite3.sqlite_version}" + (f", vector search: {search}" if search else ""))  # fmt: skip
     print_table(all_rows(results, operations, semantic, copy))
     ok = True
     for r in results:

@@ -95,13 +95,16 @@ def run(command):
     return seconds, usage.ru_maxrss / 1024
 
 base, runs = json.loads(sys.argv[1]), int(sys.argv[2])
+# The first hybrid recall after the vectors were written, timed apart: where the store's sqlite3
+# cannot hold sqlite-vec, it writes the namespace's vector file (memstore.semantic.vector_file).
+first = run(base)[0]
 hybrid, lexical, peak = [], [], []
 for _ in range(runs):
     seconds, megabytes = run(base)
     hybrid.append(seconds)
     peak.append(megabytes)
     lexical.append(run([*base, "--mode", "lexical"])[0])
-print(json.dumps({"hybrid": statistics.median(hybrid), "lexical": statistics.median(lexical), "hybrid_peak_mb": max(peak)}))
+print(json.dumps({"hybrid": statistics.median(hybrid), "lexical": statistics.median(lexical), "hybrid_peak_mb": max(peak), "first_hybrid": first}))
 """
 
 
@@ -150,6 +153,9 @@ def run_vectors(args, work: Path, queries: list[str]) -> dict:
         figures = bench_process(str(path), query, args.process_runs)
         log(f"  process: hybrid {figures['hybrid']:.3f} s, lexical {figures['lexical']:.3f} s, hybrid peak {figures['hybrid_peak_mb']:.0f} MB")
         out["process"].append({"size": size, "namespaces": namespaces, **figures})
+        with MemoryStore(str(path)) as opened:
+            out["search"] = opened.embedding_status()["search"]
+        log(f"  vector search runs in: {out['search']} (Python {sys.version.split()[0]} at {sys.executable})")
         if (size, namespaces) == (big, 1):
             figures = bench_long_lived(str(path), namespaces, queries, args.seed)
             log(f"  long-lived: hybrid p50 {figures['hybrid_p50'] * 1e3:.1f} ms, embedding {figures['embed_p50'] * 1e3:.1f} ms")
@@ -206,6 +212,9 @@ def vector_rows(vec: dict) -> list[dict]:
                          baseline=p["lexical"], ratio=ratio, ratio_def="(hybrid/lexical)",
                          target="<= 2.5 (at 100k)" if size >= 100_000 else "(for reference)",
                          met=ratio <= 2.5 if size >= 100_000 else None))  # fmt: skip
+        rows.append(dict(scenario="  first hybrid process after the vectors were written", size=size, memstore=p["first_hybrid"],
+                         baseline=p["hybrid"], ratio=p["first_hybrid"] / p["hybrid"], ratio_def="(first/median)",
+                         target="(for reference)", met=None))  # fmt: skip
         rows.append(dict(scenario="  peak memory of the hybrid process (MB)", size=size, memstore=None, baseline=None,
                          ratio=p["hybrid_peak_mb"], ratio_def="MB", target="<= 300 MB", met=p["hybrid_peak_mb"] <= 300))  # fmt: skip
     small, big = by.get((1_000, 10)), max((p for p in vec["process"] if p["namespaces"] > 10), key=lambda p: p["size"], default=None)
