@@ -8,6 +8,8 @@ SCENARIO  checkpointer: a LangGraph graph with SqliteSaver and MemstoreStore on 
                         each putting one memory (and searching it, with --vectors)
           reader:       40 MemoryStore.add calls, a `sqlite3` count of memories between each two
           overwrite:    LangGraph puts over one key, a `sqlite3` read between each two
+          mixed:        an MCP server and a LangGraph store in one process, a `sqlite3` reader,
+                        a backup and `check --fix` between the writes
 END       kill (SIGKILL), exit (os._exit(0): no cleanup) or close (everything closed, a normal exit)
 --no-semantic  run as if the semantic extra were not installed (its modules cannot be imported)
 --vectors      the store has embeddings enabled: each write is embedded and recalled by meaning
@@ -109,13 +111,47 @@ def overwrite(path: str, vectors: bool) -> list[object]:
     return [store]
 
 
+def mixed(path: str, vectors: bool) -> list[object]:
+    """One application holding every kind of memstore user on one file: an MCP server (in-process,
+    the SDK's own client), a LangGraph store, a `sqlite3` reader, a backup and `check --fix`."""
+    import asyncio
+
+    from mcp import Client
+
+    from memstore import MemoryStore
+    from memstore.integrations.langgraph import MemstoreStore
+    from memstore.mcp.tools import create_server
+
+    served = MemoryStore(path)
+    graph = MemstoreStore(path)
+
+    async def turns() -> None:
+        async with Client(create_server(served, "agent")) as client:
+            for number in range(10):
+                result = await client.call_tool("remember", {"text": f"the MCP agent noted fact {number}"})
+                assert not result.is_error, result.content
+                acknowledged(result.structured_content["id"])
+                graph.put(("agent",), f"key-{number}", {"text": f"the graph noted fact {number}"})
+                acknowledged(f"key-{number}")
+                if vectors:
+                    exercise_vectors(served, f"fact {number}", "agent")
+                sqlite3_count(path, "memories")
+                if number == 4:
+                    served.backup(path + ".backup")
+                    assert served.check(fix=True).ok
+                    acknowledged("backup")
+
+    asyncio.run(turns())
+    return [graph, served]
+
+
 def main(argv: list[str]) -> None:
     scenario, path, end = argv[:3]
     if "--no-semantic" in argv:
         for name in SEMANTIC_MODULES:
             sys.modules[name] = None  # type: ignore[assignment]
     vectors = "--vectors" in argv
-    held = {"checkpointer": checkpointer, "reader": reader, "overwrite": overwrite}[scenario](path, vectors)
+    held = {"checkpointer": checkpointer, "reader": reader, "overwrite": overwrite, "mixed": mixed}[scenario](path, vectors)
     if end == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     if end == "exit":

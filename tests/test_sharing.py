@@ -96,3 +96,17 @@ def test_a_langgraph_put_over_a_key_after_a_sqlite3_read_keeps_both_versions(tmp
     intact(db)
     assert shell(db, "SELECT text FROM memories WHERE namespace = 'user';") == "favourite colour, version 1"
     assert shell(db, "SELECT text FROM memory_archive WHERE namespace = 'user';") == "favourite colour, version 0"
+
+
+@pytest.mark.parametrize(("end", "semantic", "vectors"), SETUPS[:2])
+def test_an_mcp_server_a_langgraph_store_a_reader_a_backup_and_check_in_one_process_lose_nothing(tmp_path, model_dir, end, semantic, vectors):
+    db = prepared(tmp_path / "agent.db", vectors, model_dir)
+    acknowledged = run_child("mixed", db, end, semantic, vectors)
+    assert len(acknowledged) == 21 and "backup" in acknowledged
+    intact(db)
+    ids = set(shell(db, "SELECT id FROM memories WHERE namespace = 'agent' AND fact_key IS NULL;").split())
+    keys = set(shell(db, "SELECT fact_key FROM memories WHERE namespace = 'agent' AND fact_key IS NOT NULL;").split())
+    assert ids | keys == set(acknowledged) - {"backup"}
+    backup = Path(f"{db}.backup")
+    intact(backup)
+    assert shell(backup, "SELECT count(*) FROM memories;") == "10"  # the five turns before it, two writes each
