@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import stat
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -159,3 +161,32 @@ def test_a_dry_run_inside_a_write_transaction_leaves_the_files_as_they_were(fill
         raise RuntimeError("rolled back")
     assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
     assert_same_answers(store, seed=1)
+
+
+def test_files_left_by_an_earlier_store_of_the_same_path_are_not_taken_for_this_ones(db_path):
+    rng = random.Random(8)
+    for generation in range(2):  # the same ids and counters, other vectors
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+        with MemoryStore(db_path) as store:
+            store.add_many(records(0, 60))
+            store_handmade_vectors(store, {r["id"]: unit(rng) for r in records(0, 60)})
+            assert_same_answers(store, seed=1)
+    assert len(list(vector_file.directory_of(str(db_path)).glob("*.json"))) == 3
+
+
+def test_a_store_restored_from_a_backup_finds_what_it_embeds_after(filled, db_path, tmp_path):
+    store, rng = filled
+    backup = tmp_path / "backup.db"
+    store.backup(backup)
+    store.add_many(records(150, 30))
+    embed_more(store, {r["id"]: unit(rng) for r in records(150, 30)}, now=2000)
+    assert_same_answers(store, seed=2)  # the files hold the newer line
+    store.close()
+    shutil.copyfile(backup, db_path)  # the owner goes back to the backup; the files stay
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    with MemoryStore(db_path) as restored:
+        restored.add_many(records(300, 30))
+        embed_more(restored, {r["id"]: unit(rng) for r in records(300, 30)}, now=3000)  # counts versions seen again
+        assert_same_answers(restored, seed=3)

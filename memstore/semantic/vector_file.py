@@ -13,9 +13,10 @@ opened by no SQLite at all:
 
 NAME is a hash of the namespace. Like the in-memory `NamespaceVectors` they hold every vector of the
 model whose memory, live or archived, is in the namespace; liveness is checked in SQL on the best
-candidates. They are derived data: the store's `vectors_version` and `embedding_epoch` say whether a
-file is current; a search brings it up to date first (reading only what was embedded since), or
-rebuilds it when the model changed or the file is damaged or missing. Deleting the directory loses
+candidates. They are derived data: the store's `embedding_epoch_id` says whether a file is this
+store's, and its `vectors_version`, `embedding_epoch` and newest `embedded_at` whether it is
+current; a search brings it up to date first (reading only what was embedded since), or rebuilds
+it when the model changed or the file is damaged, missing or another store's. Deleting the directory loses
 nothing. A rows file may run past the ids (a writer stopped before renaming the .json): those rows
 are not read, and the next update overwrites them.
 """
@@ -38,7 +39,7 @@ from ..files import create_private_file, make_private_dirs, replaced_privately
 from ..db import WRITE_OPTION
 from .vectors import (
     CANDIDATES_PER_RESULT, EmbeddingModel, _best, _ranked, current_counters, live_vectors, namespace_vectors_since,
-    vector_file_store,
+    newest_embedding, vector_file_store,
 )
 from .vectors import search as search_in_store
 
@@ -87,15 +88,17 @@ class VectorFile:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def _read_meta(self) -> dict[str, Any] | None:
-        """The file's header, or None when missing, damaged or not this namespace's and model's."""
+    def _read_meta(self, epoch_id: str | None) -> dict[str, Any] | None:
+        """The file's header, or None when missing, damaged, or not this store's (`epoch_id`), this
+        namespace's and this model's."""
         try:
             meta = json.loads(self.meta_path.read_text(encoding="utf-8"))
             rows = self.rows_path.stat().st_size // (4 * self.model.dim)
         except (OSError, ValueError):
             return None
         fits = (
-            isinstance(meta, dict) and meta.get("format") == FORMAT and meta.get("namespace") == self.namespace
+            isinstance(meta, dict) and meta.get("format") == FORMAT and meta.get("epoch_id") == epoch_id
+            and meta.get("namespace") == self.namespace
             and meta.get("model") == self.model.name and meta.get("dim") == self.model.dim
             and isinstance(meta.get("ids"), list) and len(meta["ids"]) <= rows
         )  # fmt: skip
@@ -106,29 +109,37 @@ class VectorFile:
         is behind; None when it cannot be used (search the store instead): this snapshot is older
         than the file's model (a model set since), or the file is behind and `conn` is inside a
         write transaction, whose vectors are not committed (a dry run rolls them back)."""
-        version, epoch = current_counters(conn)
+        version, epoch, epoch_id = current_counters(conn)
+        newest = newest_embedding(conn, self.model)
+        newest = -1 if newest is None else newest
+
+        def behind(meta: dict[str, Any]) -> bool:
+            # A store restored from a backup can count versions again that the file has seen, but
+            # what it embeds since is stamped after everything the file holds.
+            return meta["version"] < version or meta["newest"] < newest
+
         with self._locked(fcntl.LOCK_SH):
-            meta = self._read_meta()
-        if meta is not None and meta["epoch"] == epoch and meta["version"] >= version:
+            meta = self._read_meta(epoch_id)
+        if meta is not None and meta["epoch"] == epoch and not behind(meta):
             return meta
         if (meta is not None and meta["epoch"] > epoch) or conn.get_execution_options().get(WRITE_OPTION):
             return None
         with self._locked(fcntl.LOCK_EX):
-            meta = self._read_meta()  # another process may have brought it up to date meanwhile
+            meta = self._read_meta(epoch_id)  # another process may have brought it up to date meanwhile
             if meta is None or meta["epoch"] < epoch:
-                meta = self._rewrite(conn, version, epoch)
-            elif meta["epoch"] == epoch and meta["version"] < version:
+                meta = self._rewrite(conn, version, epoch, epoch_id)
+            elif meta["epoch"] == epoch and behind(meta):
                 meta = self._append(conn, meta, version)
             return meta if meta["epoch"] == epoch else None
 
-    def _rewrite(self, conn: Connection, version: int, epoch: int) -> dict[str, Any]:
+    def _rewrite(self, conn: Connection, version: int, epoch: int, epoch_id: str | None) -> dict[str, Any]:
         newest, fresh = namespace_vectors_since(conn, self.model, self.namespace, None)
         ids = sorted(fresh)
         # The old header goes first: a header must never name the rows of another file.
         self.meta_path.unlink(missing_ok=True)
         with replaced_privately(self.rows_path, binary=True) as rows:
             rows.write(b"".join(fresh[memory_id] for memory_id in ids))
-        return self._write_meta(ids, version, epoch, newest)
+        return self._write_meta(ids, version, epoch, epoch_id, newest)
 
     def _append(self, conn: Connection, meta: dict[str, Any], version: int) -> dict[str, Any]:
         newest, fresh = namespace_vectors_since(conn, self.model, self.namespace, meta["newest"])
@@ -147,12 +158,12 @@ class VectorFile:
                 rows.flush()
                 os.fdatasync(rows.fileno())  # the rows are on disk before the header names them
             ids = ids + added
-        return self._write_meta(ids, version, meta["epoch"], max(meta["newest"], newest))
+        return self._write_meta(ids, max(meta["version"], version), meta["epoch"], meta["epoch_id"], max(meta["newest"], newest))
 
-    def _write_meta(self, ids: list[str], version: int, epoch: int, newest: int) -> dict[str, Any]:
+    def _write_meta(self, ids: list[str], version: int, epoch: int, epoch_id: str | None, newest: int) -> dict[str, Any]:
         meta = {
-            "format": FORMAT, "namespace": self.namespace, "model": self.model.name, "dim": self.model.dim,
-            "epoch": epoch, "version": version, "newest": newest, "ids": ids,
+            "format": FORMAT, "epoch_id": epoch_id, "namespace": self.namespace, "model": self.model.name,
+            "dim": self.model.dim, "epoch": epoch, "version": version, "newest": newest, "ids": ids,
         }  # fmt: skip
         with replaced_privately(self.meta_path) as header:
             json.dump(meta, header, ensure_ascii=False, separators=(",", ":"))

@@ -20,6 +20,7 @@ miss a neighbour an exact scan finds).
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,9 @@ VERSION_SETTING = "vectors_version"
 # Bumped each time a model is set: the vectors of a model set before are gone or being replaced
 # (a sync with another model deletes them), so what a process holds in memory is read afresh.
 EPOCH_SETTING = "embedding_epoch"
+# A random name given with each epoch: copies of the vectors kept outside the store (vector files)
+# tell by it that they belong to this store, not to an earlier store of the same path.
+EPOCH_ID_SETTING = "embedding_epoch_id"
 # Candidates checked for liveness in a first round, as a multiple of k (a round with too few live
 # ones among them looks four times deeper).
 CANDIDATES_PER_RESULT = 2
@@ -97,6 +101,8 @@ def set_model(conn: Connection, model: EmbeddingModel) -> str | None:
     if VERSION_SETTING not in _settings(conn):
         conn.execute(insert(memstore_settings).values(key=VERSION_SETTING, value="0"))
     _bump(conn, EPOCH_SETTING)
+    conn.execute(delete(memstore_settings).where(memstore_settings.c.key == EPOCH_ID_SETTING))
+    conn.execute(insert(memstore_settings).values(key=EPOCH_ID_SETTING, value=secrets.token_hex(8)))
     refused = vector_index.enable_pgvector(conn)
     vector_index.rebuild(conn, model.name, model.dim)
     return refused or search_notice(conn, model)
@@ -143,11 +149,11 @@ def vector_file_store(conn: Connection, model: EmbeddingModel) -> str | None:
     return database
 
 
-def current_counters(conn: Connection) -> tuple[int, int]:
-    """(vectors_version, embedding_epoch) as this connection sees them: what a copy of the vectors
-    held elsewhere compares itself with."""
+def current_counters(conn: Connection) -> tuple[int, int, str | None]:
+    """(vectors_version, embedding_epoch, embedding_epoch_id) as this connection sees them: what a
+    copy of the vectors held elsewhere compares itself with."""
     settings = _settings(conn)
-    return int(settings.get(VERSION_SETTING, 0)), int(settings.get(EPOCH_SETTING, 0))
+    return int(settings.get(VERSION_SETTING, 0)), int(settings.get(EPOCH_SETTING, 0)), settings.get(EPOCH_ID_SETTING)
 
 
 def namespace_vectors_since(conn: Connection, model: EmbeddingModel, namespace: str, since: int | None) -> tuple[int, dict[str, bytes]]:
