@@ -33,7 +33,7 @@ from .errors import MemstoreError
 from .live_counts import recount_live
 from .migrate import upgrade
 from .schema import memories, memory_archive, consolidation_runs, metadata
-from .semantic.vectors import model_of
+from .semantic.vectors import model_of, search_backend
 
 # Rows read from the source per fetch and written per batch: large enough that the per-batch cost
 # vanishes, small enough that 100,000 vectors (1.5 kB each) are never held at once.
@@ -45,8 +45,9 @@ class CopyReport:
     source: str
     target: str
     rows: dict[str, int] = field(default_factory=dict)  # per table, in the order they were written
-    # Where vector search runs in the target: "sqlite-vec" or "pgvector" (the index was rebuilt),
-    # "numpy" (no extension here), or None (the store has no embedding model).
+    # Where vector search runs in the target (`semantic.vectors.search_backend`): "sqlite-vec" or
+    # "pgvector" (the index was rebuilt), "vector-file" or "numpy" (no extension here), or None (the
+    # store has no embedding model).
     vector_search: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -227,8 +228,8 @@ def _rebuild_derived(conn: Connection) -> str | None:
     if vector_index.enable_pgvector(conn) is None and conn.dialect.name == "postgresql":
         # The HNSW graph is built in memory when it fits: much quicker than spilling to disk.
         conn.execute(text("SET LOCAL maintenance_work_mem = '512MB'"))
-    built = vector_index.rebuild(conn, model.name, model.dim)
-    return vector_index.backend(conn) if built else "numpy"
+    vector_index.rebuild(conn, model.name, model.dim)
+    return search_backend(conn, model)
 
 
 def _shown(engine: Engine) -> str:
