@@ -10,6 +10,7 @@ acknowledged write is there, and the file passes `PRAGMA integrity_check`.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -62,10 +63,21 @@ def intact(db: Path) -> None:
     assert shell(db, "PRAGMA integrity_check;") == "ok"
 
 
-def test_memstore_opens_stores_with_the_sqlite3_every_other_library_uses():
+def test_memstore_opens_stores_with_the_sqlite3_every_other_library_uses(monkeypatch):
     import sqlite3
 
     assert sqlite_driver() is sqlite3
+    monkeypatch.setenv("MEMSTORE_SQLITE_LIBRARY", "sqlean")  # the documented opt-in
+    assert sqlite_driver().__name__ == "sqlean"
+
+
+def test_an_unknown_sqlite_library_is_one_line_and_exit_1(tmp_path):
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("memstore")), "--db", str(tmp_path / "a.db"), "add", "x"],
+        capture_output=True, text=True, env={**os.environ, "MEMSTORE_SQLITE_LIBRARY": "apsw"}, timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == ["Error: MEMSTORE_SQLITE_LIBRARY='apsw': must be sqlite3 or sqlean"]
 
 
 @pytest.mark.parametrize(("end", "semantic", "vectors"), [*SETUPS, pytest.param("close", True, True, id="close-semantic-vectors")])
