@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Float, bindparam, column, func, select, text, update
 
-from .db import rows_in
+from .db import chunked, rows_in
 from .live_counts import namespace_share
 from .records import now_ms
 from .schema import FTS_TABLE, MEMORY_COLUMNS, is_unexpired, memories, unexpired
@@ -364,9 +364,9 @@ def recall_rows(
 
 def touch(conn: Connection, ids: list[str], now: int) -> None:
     """Count a recall: recall_count + 1 and last_recalled_at = now."""
-    if ids:
+    for chunk in chunked(ids):  # k is the caller's: one IN list of every id could pass the parameter limit
         conn.execute(
             update(memories)
-            .where(memories.c.id.in_(ids))
+            .where(memories.c.id.in_(chunk))
             .values(recall_count=memories.c.recall_count + 1, last_recalled_at=now)
         )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, delete, insert, literal, select, update
 
 from . import vector_index
+from .db import chunked
 from .errors import MemstoreError, NotFoundError
 from .lifecycle import retire_update, undo_update
 from .runs import lock_jobs, undo_merges
@@ -60,7 +61,8 @@ def restore_in_transaction(conn: Connection, run_id: int, now: int) -> RestoreRe
     conn.execute(delete(archive).where(archive.c.run_id == run_id))
     vector_index.add(conn, restored_ids)  # they kept their vectors while archived
     if carried is not None:
-        conn.execute(update(memories).where(memories.c.id.in_(restored_ids)).values(**carried))
+        for chunk in chunked(restored_ids):
+            conn.execute(update(memories).where(memories.c.id.in_(chunk)).values(**carried))
         retire_update(conn, run_id, written, restored_ids[0], now)
     undo_merges(conn, run_id)
     # A contradict run's flags go; a flag a supersede run resolved is open again.

@@ -109,8 +109,12 @@ def candidate_pairs(
 
     if since is not None and vector_index.ready(conn, model.name):
         seq_mark, vector_mark, deferred = since
-        is_new = or_(memories.c.seq > seq_mark, memory_vectors.c.embedded_at > vector_mark, memories.c.id.in_(sorted(deferred)))
-        new_rows = of_model(of_namespace.where(is_new))
+        new_rows = of_model(of_namespace.where(or_(memories.c.seq > seq_mark, memory_vectors.c.embedded_at > vector_mark)))
+        # The deferred ones looked up apart, a chunk at a time: in one IN list they could pass the
+        # databases' parameter limit.
+        seen = {row.id for row in new_rows}
+        deferred_rows = rows_in(conn, of_namespace, memories.c.id, sorted(deferred))
+        new_rows = sorted([*new_rows, *(row for row in deferred_rows if row.model == model.name and row.id not in seen)], key=lambda row: row.id)
         pairs = _pairs_by_index(conn, model, namespace, new_rows, related_at)
         if pairs is not None:
             return pairs, len(new_rows)
