@@ -12,13 +12,15 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, select
 
-from .db import read_transaction, write_transaction
+from .db import read_transaction, rows_in, write_transaction
 from .errors import MemstoreError
 from .records import now_ms
 from .semantic.embed import BATCH_SIZE, DEFAULT_MODEL, Embedder, to_blob
+from .schema import memories
 from .semantic.query_model import QueryModel
+from .semantic.vector_file import bring_up_to_date
 from .semantic.vectors import (
     EmbeddingModel, count_pending, ensure_index, model_of, pending, require_model, search_backend, search_notice, set_model,
     store_vectors,
@@ -86,17 +88,22 @@ class Embeddings:
             total = count_pending(reader, model)
         embedder = self._embedder(model) if total else None
         done, after_seq = 0, 0
+        namespaces: set[str] = set()
         while done < total and embedder is not None:
             with reading() as reader:
                 batch = pending(reader, model, batch_size, after_seq)
             if not batch:
                 break
             vectors = embedder.embed([text for _, text, _ in batch], batch_size=batch_size)
+            ids = [memory_id for memory_id, _, _ in batch]
             with writing() as writer:
-                store_vectors(writer, model, [memory_id for memory_id, _, _ in batch], [to_blob(v) for v in vectors], now_ms())
+                store_vectors(writer, model, ids, [to_blob(v) for v in vectors], now_ms())
+                namespaces.update(row.namespace for row in rows_in(writer, select(memories.c.namespace), memories.c.id, ids))
             done, after_seq = done + len(batch), batch[-1][2]
             if progress is not None:
                 progress(done, total)
+        if conn is None:  # committed: the vector files (where search reads them) follow now, not at the next search
+            bring_up_to_date(self.engine, namespaces)
         return {"model": model.name, "embedded": done}
 
     def query_vector(self, query: str) -> Any:

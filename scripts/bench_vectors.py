@@ -41,6 +41,7 @@ from memstore import MemoryStore  # noqa: E402
 from memstore import vector_index  # noqa: E402
 from memstore.db import write_transaction  # noqa: E402
 from memstore.records import now_ms  # noqa: E402
+from memstore.semantic import vector_file  # noqa: E402
 from memstore.semantic.vectors import model_of, store_vectors  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -76,6 +77,9 @@ def build_store(location: str, size: int, namespaces: int, model_dir: Path, seed
                 store_vectors(conn, model, [r["id"] for r in batch], [v.astype("<f4").tobytes() for v in vectors], now_ms())
         with write_transaction(store.engine) as conn:
             vector_index.rebuild(conn, model.name, model.dim)
+        # Where search reads vector files, `embeddings sync` writes them after its commits; these
+        # vectors were stored directly, so they are written here, as the index is just above.
+        vector_file.bring_up_to_date(store.engine, {record["namespace"] for record in records})
         assert store.embedding_status()["pending"] == 0
 
 

@@ -190,3 +190,17 @@ def test_a_store_restored_from_a_backup_finds_what_it_embeds_after(filled, db_pa
         restored.add_many(records(300, 30))
         embed_more(restored, {r["id"]: unit(rng) for r in records(300, 30)}, now=3000)  # counts versions seen again
         assert_same_answers(restored, seed=3)
+
+
+def test_embeddings_sync_writes_the_files_of_the_namespaces_it_embedded(db_path, model_dir):
+    with MemoryStore(db_path) as store:
+        store.enable_embeddings(model_dir)
+        store.add("The user lives in Porto.", id="a", namespace="alice")
+        store.add("The user's dog is called Rex.", id="b", namespace="bob")
+        store.sync_embeddings()
+        folder = vector_file.directory_of(str(db_path))
+        headers = {json.loads(path.read_text(encoding="utf-8"))["namespace"]: path for path in folder.glob("*.json")}
+        assert sorted(headers) == ["alice", "bob"]
+        written = {name: path.stat().st_mtime_ns for name, path in headers.items()}
+        assert [hit[0] for hit in store.semantic_search("where does the user live", 1, "alice")] == ["a"]
+        assert {name: path.stat().st_mtime_ns for name, path in headers.items()} == written  # current: not written again

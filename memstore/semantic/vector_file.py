@@ -28,18 +28,18 @@ import hashlib
 import json
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
 from ..files import create_private_file, make_private_dirs, replaced_privately
-from ..db import WRITE_OPTION
+from ..db import WRITE_OPTION, read_transaction
 from .vectors import (
-    CANDIDATES_PER_RESULT, EmbeddingModel, _best, _ranked, current_counters, live_vectors, namespace_vectors_since,
-    newest_embedding, vector_file_store,
+    CANDIDATES_PER_RESULT, EmbeddingModel, _best, _ranked, current_counters, live_vectors, model_of,
+    namespace_vectors_since, newest_embedding, vector_file_store,
 )
 from .vectors import search as search_in_store
 
@@ -197,6 +197,22 @@ class VectorFile:
                 rows.seek(int(index) * size)
                 chunks.append(rows.read(size))
         return np.frombuffer(b"".join(chunks), dtype="<f4").reshape(-1, self.model.dim)
+
+
+def bring_up_to_date(engine: Engine, namespaces: Iterable[str]) -> int:
+    """Bring the vector files of `namespaces` up to date with the store (written where missing),
+    after a commit that wrote vectors, so that the next search, often a per-turn process's only
+    one, finds them current; how many files were checked. Nothing when the store's search does not
+    read vector files."""
+    with read_transaction(engine) as conn:
+        model = model_of(conn)
+        store_path = None if model is None else vector_file_store(conn, model)
+        if store_path is None:
+            return 0
+        wanted = sorted(set(namespaces))
+        for namespace in wanted:
+            VectorFile(store_path, model, namespace).current(conn)
+        return len(wanted)
 
 
 def search(conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int) -> list[tuple[str, float]]:
