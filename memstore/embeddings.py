@@ -23,7 +23,7 @@ from .semantic.query_model import QueryModel
 from .semantic.vector_file import bring_up_to_date
 from .semantic.vectors import (
     EmbeddingModel, count_pending, ensure_index, model_of, pending, require_model, search_backend, search_notice, set_model,
-    store_vectors,
+    store_vectors, vector_file_store,
 )  # fmt: skip
 
 
@@ -84,6 +84,7 @@ class Embeddings:
         with writing() as writer:
             model = require_model(writer)
             ensure_index(writer, model)
+            keeps_files = conn is None and vector_file_store(writer, model) is not None
         with reading() as reader:
             total = count_pending(reader, model)
         embedder = self._embedder(model) if total else None
@@ -98,11 +99,12 @@ class Embeddings:
             ids = [memory_id for memory_id, _, _ in batch]
             with writing() as writer:
                 store_vectors(writer, model, ids, [to_blob(v) for v in vectors], now_ms())
-                namespaces.update(row.namespace for row in rows_in(writer, select(memories.c.namespace), memories.c.id, ids))
+                if keeps_files:  # which files to bring up to date after the commit
+                    namespaces.update(row.namespace for row in rows_in(writer, select(memories.c.namespace), memories.c.id, ids))
             done, after_seq = done + len(batch), batch[-1][2]
             if progress is not None:
                 progress(done, total)
-        if conn is None:  # committed: the vector files (where search reads them) follow now, not at the next search
+        if namespaces:  # committed: the vector files (where search reads them) follow now, not at the next search
             bring_up_to_date(self.engine, namespaces)
         return {"model": model.name, "embedded": done}
 
