@@ -59,10 +59,24 @@ class Embedding(NamedTuple):
 
 
 class PreparedRow(NamedTuple):
+    """A checked row, not yet written. Its times that mean "when it was written" are provisional
+    until `stamped`: the write path stamps them once it holds the store, so a write that queued for
+    the lock (or behind an import's validation) is not dated before readers could see it."""
+
     row: dict[str, Any]
     given: frozenset[str]  # the fields the caller set; a retry is compared on these only
     location: str
     embedding: Embedding | None = None
+    clock_fields: frozenset[str] = frozenset({"stored_at"})  # the fields that take the write's time
+    ttl_ms: int | None = None  # a lifetime that starts at the write: expires_at = write time + ttl_ms
+
+    def stamped(self, now: int) -> dict[str, Any]:
+        """The row as written at `now` (Unix ms)."""
+        row = dict(self.row)
+        row.update(dict.fromkeys(self.clock_fields, now))
+        if self.ttl_ms is not None:
+            row["expires_at"] = now + self.ttl_ms
+        return row
 
 
 def prepare_row(record: Mapping[str, Any], location: str, now: int | None = None) -> PreparedRow:
@@ -86,6 +100,13 @@ def prepare_row(record: Mapping[str, Any], location: str, now: int | None = None
     created_at = ms("created_at")
     updated_at = ms("updated_at")
     timestamp = ms("timestamp")
+    clock_fields = {"stored_at"}
+    if timestamp is None and updated_at is None and created_at is None:
+        clock_fields.add("timestamp")
+    if updated_at is None and created_at is None:
+        clock_fields.add("updated_at")
+    if created_at is None:
+        clock_fields.add("created_at")
     if timestamp is None:
         timestamp = updated_at if updated_at is not None else created_at if created_at is not None else now
     created_at = created_at if created_at is not None else now
@@ -118,7 +139,7 @@ def prepare_row(record: Mapping[str, Any], location: str, now: int | None = None
         check_meta(row["meta"], location)
     row["norm_key"] = normalize_key(row["text"])
     embedding = None if record.get("embedding") is None else check_embedding(record["embedding"], location)
-    return PreparedRow(row=row, given=given - {"embedding"}, location=location, embedding=embedding)
+    return PreparedRow(row, given - {"embedding"}, location, embedding, frozenset(clock_fields))
 
 
 # How far from 1 the norm of a vector already at unit length may be: float32 rounding of a unit
@@ -135,15 +156,35 @@ def check_embedding(value: Any, location: str) -> Embedding:
     vector = value["vector"]
     if not isinstance(vector, list) or not vector or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector):
         raise ValidationError(location, "embedding", "vector must be a list of numbers")
-    norm = math.sqrt(math.fsum(float(x) * float(x) for x in vector))
+    try:
+        values = tuple(float(x) for x in vector)
+    except OverflowError:  # an integer of over 308 digits: JSON has no limit, a float has
+        raise ValidationError(location, "embedding", "vector holds a number too large for a float") from None
+    norm = math.sqrt(math.fsum(x * x for x in values))
     if not math.isfinite(norm) or norm == 0:
         raise ValidationError(location, "embedding", "vector must be finite and not all zero")
     if abs(norm - 1) <= UNIT_SLACK:
         # At unit length already (an export's: the float32 values of a stored vector): kept as given,
         # so vectors travel byte for byte. Divided by its norm, a few 1e-8 off 1, 42 % of 100,000
         # exported vectors came back with a last bit changed.
-        return Embedding(model, tuple(float(x) for x in vector))
-    return Embedding(model, tuple(float(x) / norm for x in vector))
+        return Embedding(model, values)
+    return Embedding(model, tuple(x / norm for x in values))
+
+
+def check_embedding_fits(embedding: Embedding, model: tuple[str, int] | None, location: str) -> None:
+    """A vector a record carries is stored as a vector of the store's model (`model`: its name and
+    width; None when the store has none), so it must be of that model and that width.
+
+    The importer checks this with the record's other fields, before anything is written (so
+    `--skip-invalid` skips such a record); the write path checks it again in its transaction, in
+    case the store's model changed meanwhile."""
+    if model is None:
+        raise ValidationError(location, "embedding", "the store has no embedding model: run `memstore embeddings enable` first")
+    name, dim = model
+    if embedding.model != name:
+        raise ValidationError(location, "embedding", f"is from the model {embedding.model!r}, the store's is {name!r}")
+    if len(embedding.vector) != dim:
+        raise ValidationError(location, "embedding", f"has {len(embedding.vector)} numbers, the store's model {dim}")
 
 
 def check_meta(meta: Any, location: str) -> None:
@@ -175,7 +216,8 @@ def lifetime_change(ttl: float | None, expires_at: int | None, no_expiry: bool, 
 
 
 def one_memory(text, id, namespace, timestamp, importance, pinned, fact_key, meta, ttl, expires_at) -> PreparedRow:
-    """The row of one memory given field by field (MemoryStore.add and .remember)."""
+    """The row of one memory given field by field (MemoryStore.add and .remember). A `ttl` starts
+    when the row is written (`PreparedRow.stamped`)."""
     now = now_ms()
     record = {
         "id": id, "text": text, "namespace": namespace, "timestamp": timestamp, "importance": importance,
@@ -186,7 +228,7 @@ def one_memory(text, id, namespace, timestamp, importance, pinned, fact_key, met
         return prepared
     # A retried write says the same lifetime a moment later: its end does not tell a retry from a
     # different record.
-    return PreparedRow(prepared.row, prepared.given - {"expires_at"}, prepared.location, prepared.embedding)
+    return prepared._replace(given=prepared.given - {"expires_at"}, ttl_ms=prepared.row["expires_at"] - now)
 
 
 def memory_state(row: Mapping[str, Any], now: int) -> str:
@@ -212,6 +254,6 @@ def is_retry_of(prepared: PreparedRow, stored: Mapping[str, Any]) -> bool:
 
 __all__ = [
     "IMPORTANCE_MAX", "IMPORTANCE_MIN",
-    "PreparedRow", "is_retry_of", "lifetime_change", "lifetime_end", "memory_state", "new_id", "now_ms", "one_memory", "prepare_row",
+    "PreparedRow", "check_embedding_fits", "is_retry_of", "lifetime_change", "lifetime_end", "memory_state", "new_id", "now_ms", "one_memory", "prepare_row",
     "same_json",
 ]  # fmt: skip

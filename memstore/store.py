@@ -121,8 +121,9 @@ class MemoryStore:
         """Write one row: the stored row (columns in table order, written now or found stored by a
         retry), whether it was written now, and (if asked) the other live ids of its key."""
         with write_transaction(self.engine) as conn:
-            result, stored = add_in_transaction(conn, [prepared], skip_invalid=False)
-            same_key = same_key_ids(conn, prepared.row) if with_same_key else []
+            now = now_ms()  # once the transaction holds the store (SQLite: the write lock)
+            result, stored = add_in_transaction(conn, [prepared], now, skip_invalid=False)
+            same_key = same_key_ids(conn, prepared.row, now) if with_same_key else []
         row = stored[prepared.row["id"]]
         return {**{name: row[name] for name in MEMORY_COLUMNS}, **row}, bool(result.added), same_key
 
@@ -139,7 +140,7 @@ class MemoryStore:
         `skip_invalid` that record is skipped instead and named in `AddResult.rejected`.
         """
         with write_transaction(self.engine) as conn:
-            return add_in_transaction(conn, prepared, skip_invalid=skip_invalid)[0]
+            return add_in_transaction(conn, prepared, now_ms(), skip_invalid=skip_invalid)[0]
 
     def import_file(
         self, source: IO[bytes] | IO[str], name: str, namespace: str | None = None, *, skip_invalid: bool = False,
@@ -147,7 +148,7 @@ class MemoryStore:
     ) -> AddResult:
         """Import a JSON array or JSONL stream: all records validated first, then one transaction (with
         `skip_invalid`, exactly the valid ones, the others reported); `progress(line, total_lines)`."""
-        read = read_memories(source, name, namespace, skip_invalid=skip_invalid, progress=progress)
+        read = read_memories(source, name, namespace, skip_invalid=skip_invalid, progress=progress, store_model=lambda: self.embeddings.shape())
         result = self.add_prepared(read.prepared, skip_invalid=skip_invalid)
         result.rejected[:0] = [str(error) for error in read.rejected]
         return result
@@ -417,9 +418,10 @@ class MemoryStore:
 
         changes = {"text": text, "importance": importance, "pinned": pinned, "meta": meta, "fact_key": fact_key, "timestamp": timestamp}
         changes = {name: value for name, value in changes.items() if value is not None}
-        changes.update(lifetime_change(ttl, expires_at, no_expiry, now_ms(), f"update {id}"))
         with write_transaction(self.engine) as conn:
-            row, report = update_in_transaction(conn, id, changes, namespace, now_ms(), version_id=new_id)
+            now = now_ms()
+            changes.update(lifetime_change(ttl, expires_at, no_expiry, now, f"update {id}"))
+            row, report = update_in_transaction(conn, id, changes, namespace, now, version_id=new_id)
         return {**row, "supersedes": id, "run_id": report.run_id}
 
     def supersede(self, old: str, *, by: str, namespace: str | None = None) -> LifecycleReport:

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, bindparam, func, insert, select
 from .db import chunked
 from .errors import IdConflictError, ValidationError
 from .lookups import stored_rows
-from .records import PreparedRow, is_retry_of, now_ms
+from .records import PreparedRow, check_embedding_fits, is_retry_of
 from .schema import memories, unexpired
 from .schema import memory_archive as archive
 
@@ -54,10 +54,10 @@ def _probe_ids(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def add_in_transaction(
-    conn: Connection, prepared: Sequence[PreparedRow], *, skip_invalid: bool
+    conn: Connection, prepared: Sequence[PreparedRow], now: int, *, skip_invalid: bool
 ) -> tuple[AddResult, dict[str, dict[str, Any]]]:
-    """Write the new rows of `prepared`; return what happened and the stored row of every id
-    written or found unchanged.
+    """Write the new rows of `prepared`, as written at `now` (read once the transaction holds the
+    store); return what happened and the stored row of every id written or found unchanged.
 
     A repeated id within the batch, or a different record under a stored id, raises; with
     `skip_invalid` that record is skipped instead and named in `AddResult.rejected`.
@@ -80,8 +80,9 @@ def add_in_transaction(
     for item in unique:
         existing = stored.get(item.row["id"])
         if existing is None:
-            new_rows.append(item.row)
-            stored[item.row["id"]] = item.row
+            row = item.stamped(now)
+            new_rows.append(row)
+            stored[row["id"]] = row
         elif not is_retry_of(item, existing):
             archived = " (archived)" if existing.get("archived_at") is not None else ""
             error = IdConflictError(f"{item.location}: field 'id': {item.row['id']!r} already holds a different memory{archived}")
@@ -99,24 +100,24 @@ def add_in_transaction(
     written = set(kept)
     carried = [item for item in unique if item.embedding is not None and item.row["id"] in written]
     if carried:
-        _store_embeddings(conn, carried)
+        _store_embeddings(conn, carried, now)
     result = AddResult(added=len(new_rows), unchanged=len(kept) - len(new_rows), ids=kept, rejected=rejected)
     return result, stored
 
 
-def same_key_ids(conn: Connection, row: dict[str, Any]) -> list[str]:
-    """The other live memories of `row`'s namespace with its normalised key, not expired, by id."""
+def same_key_ids(conn: Connection, row: dict[str, Any], now: int) -> list[str]:
+    """The other live memories of `row`'s namespace with its normalised key, not expired at `now`, by id."""
     return list(
         conn.execute(
             select(memories.c.id)
             .where(memories.c.namespace == row["namespace"], memories.c.norm_key == row["norm_key"], memories.c.id != row["id"])
-            .where(unexpired(memories, now_ms()))
+            .where(unexpired(memories, now))
             .order_by(memories.c.id)
         ).scalars()
     )
 
 
-def _store_embeddings(conn: Connection, items: Sequence[PreparedRow]) -> None:
+def _store_embeddings(conn: Connection, items: Sequence[PreparedRow], now: int) -> None:
     """The vectors records came with, as vectors of the store's model, in the caller's transaction:
     each must be of that model and width, or nothing is written."""
     from .semantic.embed import to_blob
@@ -124,10 +125,5 @@ def _store_embeddings(conn: Connection, items: Sequence[PreparedRow]) -> None:
 
     model = model_of(conn)
     for item in items:
-        if model is None:
-            raise ValidationError(item.location, "embedding", "the store has no embedding model: run `memstore embeddings enable` first")
-        if item.embedding.model != model.name:
-            raise ValidationError(item.location, "embedding", f"is from the model {item.embedding.model!r}, the store's is {model.name!r}")
-        if len(item.embedding.vector) != model.dim:
-            raise ValidationError(item.location, "embedding", f"has {len(item.embedding.vector)} numbers, the store's model {model.dim}")
-    store_vectors(conn, model, [item.row["id"] for item in items], [to_blob(item.embedding.vector) for item in items], now_ms())
+        check_embedding_fits(item.embedding, None if model is None else (model.name, model.dim), item.location)
+    store_vectors(conn, model, [item.row["id"] for item in items], [to_blob(item.embedding.vector) for item in items], now)

@@ -154,7 +154,7 @@ def test_a_dry_run_inside_a_write_transaction_leaves_the_files_as_they_were(fill
     query = unit(rng)
     with pytest.raises(RuntimeError), write_transaction(store.engine) as conn:
         store_conn_model = vectors.model_of(conn)
-        add_in_transaction(conn, [one_memory("x", "uncommitted", "ns0", 1, None, False, None, None, None, None)], skip_invalid=False)
+        add_in_transaction(conn, [one_memory("x", "uncommitted", "ns0", 1, None, False, None, None, None, None)], 1, skip_invalid=False)
         vectors.store_vectors(conn, store_conn_model, ["uncommitted"], [to_blob(query)], 9000)
         hits = vector_file.search(conn, store_conn_model, np.array(query, dtype=np.float32), "ns0", 3)
         assert hits[0][0] == "uncommitted"  # the transaction sees its own vector, from the store

@@ -93,9 +93,11 @@ def find_item(conn: Connection, namespace: str, key: str, now: int) -> dict[str,
 
 def put_item(engine: Engine, namespace: str, key: str, value: dict[str, Any] | None, ttl: float | None) -> None:
     """LangGraph's put of `value` (None: delete) under `key`, with a TTL in minutes (None: none)."""
-    now = now_ms()
     with write_transaction(engine) as conn:
         lock_key(conn, namespace, key)
+        # Read once the put holds the store and its key: a put that queued is dated (and its
+        # lifetime started) when it is written, never saved already expired.
+        now = now_ms()
         row = find_item(conn, namespace, key, now)
         if value is None:
             if row is not None:
@@ -114,7 +116,7 @@ def put_item(engine: Engine, namespace: str, key: str, value: dict[str, Any] | N
             return
         if row is None:
             prepared = one_memory(text, None, namespace, None, DEFAULT_IMPORTANCE, False, key, meta, None, ends_at)
-            add_in_transaction(conn, [prepared], skip_invalid=False)
+            add_in_transaction(conn, [prepared], now, skip_invalid=False)
             return
         # A memory written by other means takes the key as its fact_key. The timestamp is now, as
         # update's own default: it keeps a change that only JSON sees (1 -> 1.0, 1 -> true), which

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -68,6 +69,11 @@ from .items import canonical_json, find_item, lifetime_ms, memory_text, put_item
 # second round.
 _FIRST_RECALL_K = 10
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# After a failed sweep the sweeper tries again after this many seconds, doubling while sweeps keep
+# failing, never waiting longer than its interval.
+SWEEP_RETRY_SECONDS = 1.0
+
+logger = logging.getLogger(__name__)
 
 
 # -- the mapping ------------------------------------------------------------------------------
@@ -359,8 +365,10 @@ class MemstoreStore(BaseStore):
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> concurrent.futures.Future[None]:
         """Sweep in a background thread every `sweep_interval_minutes` (default: the TTLConfig's,
-        else 5), the first sweep at once. Returns a Future that resolves when the sweeper stops;
-        with no TTLConfig, nothing is started and the Future is resolved already."""
+        else 5), the first sweep at once. A sweep that fails (a dropped connection, a busy store) is
+        logged and tried again after SWEEP_RETRY_SECONDS, doubling, at most the interval: the sweeper
+        stops only when asked. Returns a Future that resolves when the sweeper stops; with no
+        TTLConfig, nothing is started and the Future is resolved already."""
         if not self.ttl_config:
             done: concurrent.futures.Future[None] = concurrent.futures.Future()
             done.set_result(None)
@@ -372,10 +380,19 @@ class MemstoreStore(BaseStore):
         self._sweeper_done = concurrent.futures.Future()
 
         def sweep_until_stopped() -> None:
+            failures = 0
             try:
                 while not self._stop_sweeping.is_set():
-                    self.sweep_ttl()
-                    self._stop_sweeping.wait(interval)
+                    try:
+                        self.sweep_ttl()
+                        failures, wait = 0, interval
+                    except Exception:
+                        # A long-lived service outlives a dropped connection, a busy timeout or a
+                        # full disk: log, then try again sooner than the interval, backing off.
+                        failures += 1
+                        wait = min(interval, SWEEP_RETRY_SECONDS * 2 ** min(failures - 1, 16))
+                        logger.exception("memstore TTL sweep failed (%d in a row); trying again in %.1f s", failures, wait)
+                    self._stop_sweeping.wait(wait)
             except BaseException as exc:
                 self._sweeper_done.set_exception(exc)
             else:
