@@ -312,16 +312,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_for_port(port: int, server: subprocess.Popen, timeout: float = 30) -> None:
+def wait_for_port(port: int, server: subprocess.Popen, timeout: float = 30, host: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert server.poll() is None, "the server exited before listening"
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
+            with socket.create_connection((host, port), timeout=1):
                 return
         except OSError:
             time.sleep(0.1)
-    raise AssertionError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+    raise AssertionError(f"nothing listening on {host}:{port} after {timeout}s")
 
 
 def test_http_needs_the_bearer_token(tmp_path):
@@ -371,6 +371,38 @@ def test_http_needs_the_bearer_token(tmp_path):
     assert "bearer token required" in log_text and token not in log_text
     assert '"POST /mcp HTTP/1.1" 401' in log_text  # uvicorn's access log, on stderr like every log
     assert (tmp_path / "stdout.txt").read_text() == ""
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "127.255.0.9", "localhost", "::1", "0:0:0:0:0:0:0:1"])
+def test_a_tokenless_server_on_any_loopback_address_refuses_a_rebinding_page(tmp_path, host):
+    """DNS rebinding: a page on evil.example whose name now resolves to the loopback address. The
+    browser sends the page's Host and Origin; without a token, only their check stands between
+    that page and the store."""
+    port = free_port()
+    bracketed = f"[{host}]" if ":" in host else host
+    url = f"http://{bracketed}:{port}/mcp"
+    initialize = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+    }  # fmt: skip
+    accept = {"Accept": "application/json, text/event-stream"}
+    env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_MCP_TOKEN"}
+    with (tmp_path / "server.log").open("w") as log:
+        server = subprocess.Popen([MEMSTORE, "--db", str(tmp_path / "agent.db"), "mcp", "--http", f"{bracketed}:{port}"], env=env, stderr=log)
+    try:
+        wait_for_port(port, server, host="127.0.0.1" if host == "localhost" else host)
+        answers = {
+            "rebinding page": httpx2.post(url, json=initialize, timeout=10, headers={
+                **accept, "Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}).status_code,
+            "foreign origin": httpx2.post(url, json=initialize, timeout=10, headers={**accept, "Origin": "http://evil.example"}).status_code,
+            "local client": httpx2.post(url, json=initialize, timeout=10, headers=accept).status_code,
+            "localhost page": httpx2.post(url, json=initialize, timeout=10, headers={
+                **accept, "Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"}).status_code,
+        }  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+    assert answers == {"rebinding page": 421, "foreign origin": 403, "local client": 200, "localhost page": 200}
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0:8765", "[::]:8765", "example.com:8765"])

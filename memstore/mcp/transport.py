@@ -13,6 +13,8 @@ import logging
 import os
 from typing import Any
 
+from mcp.server.transport_security import TransportSecuritySettings
+
 from ..defaults import DEFAULT_NAMESPACE
 from ..errors import MemstoreError
 from ..store import MemoryStore
@@ -40,6 +42,31 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:  # a host name: it may resolve to anything
         return False
+
+
+def loopback_names(host: str, port: int) -> list[str]:
+    """The `Host` header values a browser sends for a server bound to the loopback `host`: the
+    address as given and in its usual spelling, and `localhost`, each with the port (and without it
+    on port 80, where browsers leave it out). A DNS-rebinding page reaches the server under its own
+    host name, which is never one of these."""
+    names = {"localhost", host}
+    if host == "localhost":
+        names |= {"127.0.0.1", "::1"}
+    else:
+        address = ipaddress.ip_address(host)
+        names |= {address.compressed, address.exploded}
+    bracketed = sorted(f"[{name}]" if ":" in name else name for name in names)
+    return [f"{name}:{port}" for name in bracketed] + (bracketed if port == 80 else [])
+
+
+def loopback_protection(host: str, port: int) -> TransportSecuritySettings:
+    """The SDK's Host/Origin check (DNS-rebinding protection) for a server bound to the loopback
+    `host`, for every loopback spelling: the SDK turns it on by itself only for the exact hosts
+    127.0.0.1, localhost and ::1, and would leave 127.0.0.2 or 0:0:0:0:0:0:0:1 open to any page."""
+    hosts = loopback_names(host, port)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=[f"http://{name}" for name in hosts]
+    )
 
 
 class BearerTokenGate:
@@ -121,8 +148,10 @@ def serve(
         import uvicorn
 
         host, port = address
-        # The SDK turns on DNS-rebinding protection (Host and Origin checks) for a loopback host.
-        app = server.streamable_http_app(host=host, streamable_http_path=HTTP_PATH)
+        # Host and Origin checked on every loopback bind, token or not; elsewhere the token guards
+        # (a DNS-rebinding page cannot send it) and the Host a proxy passes is not memstore's to know.
+        security = loopback_protection(host, port) if is_loopback(host) else None
+        app = server.streamable_http_app(host=host, streamable_http_path=HTTP_PATH, transport_security=security)
         if token is not None:
             app = BearerTokenGate(app, token)
         logger.info(
@@ -132,4 +161,4 @@ def serve(
         uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=_uvicorn_log_config())).run()
 
 
-__all__ = ["BearerTokenGate", "HTTP_PATH", "is_loopback", "parse_address", "serve"]
+__all__ = ["BearerTokenGate", "HTTP_PATH", "is_loopback", "loopback_names", "loopback_protection", "parse_address", "serve"]
