@@ -6,6 +6,7 @@ from input.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -44,6 +45,19 @@ def now_ms() -> int:
 
 def new_id() -> str:
     return uuid.uuid4().hex
+
+
+def scoped_id(namespace: str, given: str) -> str:
+    """The id a memory gets when a caller confined to `namespace` (an MCP server) names it `given`.
+
+    Ids are unique across the store, so storing `given` as it is would answer differently when
+    another namespace holds it ("already holds a different memory") than when no one does: a
+    caller could probe what other namespaces contain. Derived from the namespace and the caller's
+    id, the same call always lands on the same id (a retry stays a retry), and no caller confined
+    elsewhere can name it.
+    """
+    digest = hashlib.blake2b(f"{namespace}\x1f{given}".encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return f"n{digest}"
 
 
 # The records below are NamedTuples, not frozen dataclasses: a dataclass compiles its methods when

@@ -667,3 +667,20 @@ def test_core_behaviours_on_each_backend(store_url):
         assert lg.get(("users", "u1"), "theme") is None
         lg.store.restore(lg.store.runs()[0]["id"])
         assert lg.get(("users", "u1"), "theme").value == {"content": "User prefers light mode."}
+
+
+def test_a_key_held_as_an_id_in_another_namespace_reads_and_writes_as_a_key_held_nowhere(store):
+    """A graph's namespace cannot tell whether another namespace holds a memory whose id is a key."""
+    store.add("The other tenant's secret.", id="bsecret", namespace="b")
+    store.add("The other tenant's old secret.", id="barchived", namespace="b")
+    store.forget(["barchived"])
+    lg = MemstoreStore(store)
+    assert [lg.get(("a",), key) for key in ("bsecret", "barchived", "nowhere")] == [None, None, None]
+    assert lg.search(("a",)) == [] and lg.list_namespaces() == [("b",)]
+    for key in ("bsecret", "barchived", "nowhere"):
+        lg.put(("a",), key, {"text": f"mine under {key}"})
+    assert {key: lg.get(("a",), key).value["text"] for key in ("bsecret", "barchived", "nowhere")} == {
+        key: f"mine under {key}" for key in ("bsecret", "barchived", "nowhere")
+    }
+    lg.delete(("a",), "bsecret")
+    assert store.get("bsecret")["text"] == "The other tenant's secret." and "archived_at" not in store.get("bsecret")

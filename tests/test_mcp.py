@@ -28,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from memstore import MemoryStore
 from memstore.mcp.transport import checked_token
+from memstore.records import scoped_id
 
 MEMSTORE = str(Path(sys.executable).with_name("memstore"))
 TOOLS = {"remember", "recall", "forget", "update", "show", "consolidate", "report"}
@@ -126,10 +127,11 @@ def test_every_tool_is_one_store_call_and_the_store_holds_what_the_tools_said(tm
 
     first, retried, copy, other, hits, updated, shown, forgotten, shown_forgotten, planned, inventory, applied = run_async(scenario)
 
-    assert first == {"id": "r1", "norm_key": "user prefers dark mode", "status": "created", "same_key_ids": []}
+    r1 = scoped_id("assistant", "r1")  # a caller's id is its namespace's (test_a_server_sees_only_its_own_namespace)
+    assert first == {"id": r1, "norm_key": "user prefers dark mode", "status": "created", "same_key_ids": []}
     assert retried == {**first, "status": "unchanged"}
-    assert copy["status"] == "created" and copy["same_key_ids"] == ["r1"] and copy["norm_key"] == first["norm_key"]
-    assert {hit["id"] for hit in hits} == {"r1", copy["id"]}
+    assert copy["status"] == "created" and copy["same_key_ids"] == [r1] and copy["norm_key"] == first["norm_key"]
+    assert {hit["id"] for hit in hits} == {r1, copy["id"]}
     assert set(hits[0]) == {"id", "text", "importance", "timestamp", "score", "found_by"} and hits[0]["found_by"] == ["lexical"]
     assert updated["supersedes"] == other["id"] and updated["id"] != other["id"] and updated["run_id"] >= 1
     assert shown["memory"]["text"] == "Deploys happen on Thursdays." and shown["memory"]["pinned"]
@@ -139,14 +141,14 @@ def test_every_tool_is_one_store_call_and_the_store_holds_what_the_tools_said(tm
     # Capacity 0 evicts every unpinned memory: r1 only (the updated fact is pinned); a dry run writes nothing.
     assert planned["dry_run"] and planned["run_id"] is None
     assert (planned["live_before"], planned["kept"], planned["pinned_kept"], planned["evicted"]) == (2, 1, 1, 1)
-    assert planned["archived"] == [{"id": "r1", "reason": "evicted", "superseded_by": None}]
+    assert planned["archived"] == [{"id": r1, "reason": "evicted", "superseded_by": None}]
     assert inventory["namespace"] == "assistant" and inventory["total_records"] == 2 and inventory["pinned"] == 1
     assert inventory["exact_duplicate_groups"] == {"count": 0, "top": []}
     assert not applied["dry_run"] and applied["archived"] == planned["archived"]
 
     with MemoryStore(db) as store:
         assert [row["id"] for row in store.list("assistant")] == [updated["id"]]
-        assert store.get("r1")["meta"] == {"source": "chat"} and store.get("r1")["run_id"] == applied["run_id"]
+        assert store.get(r1)["meta"] == {"source": "chat"} and store.get(r1)["run_id"] == applied["run_id"]
         assert store.get(copy["id"])["reason"] == "forgotten" and store.get(copy["id"])["run_id"] == forgotten["run_id"]
         assert store.get(other["id"])["superseded_by"] == updated["id"]
         assert store.get(updated["id"])["fact_key"] == "deploy.day"
@@ -225,9 +227,14 @@ def test_a_server_sees_only_its_own_namespace(tmp_path):
     db = tmp_path / "agent.db"
     with MemoryStore(db) as store:
         store.add("The other agent's secret plan.", id="o1", namespace="other")
+        store.add("The other agent's old plan.", id="o3", namespace="other")
+        store.forget(["o3"])
 
     async def scenario():
         async with mcp_session(db, "--namespace", "mine", log=tmp_path / "server.log") as session:
+            # An id chosen by the caller: one held in another namespace (live, archived) or by no one.
+            probes = [await call(session, "remember", text="probe", id=id) for id in ("o1", "o3", "o4")]
+            retries = [await call(session, "remember", text="probe", id=id) for id in ("o1", "o3", "o4")]
             mine = await call(session, "remember", text="My own secret plan.")
             found = await call(session, "recall", query="secret plan")
             errors = {
@@ -238,16 +245,21 @@ def test_a_server_sees_only_its_own_namespace(tmp_path):
             }
             inventory = await call(session, "report")
             trimmed = await call(session, "consolidate", capacity=0, dry_run=False)
-            return mine, found, errors, inventory, trimmed
+            return probes, retries, mine, found, errors, inventory, trimmed
 
-    mine, found, errors, inventory, trimmed = run_async(scenario)
+    probes, retries, mine, found, errors, inventory, trimmed = run_async(scenario)
+    # Each probe is created under an id of this namespace's, whatever another namespace holds.
+    assert [probe["id"] for probe in probes] == [scoped_id("mine", id) for id in ("o1", "o3", "o4")]
+    assert [probe["status"] for probe in probes] == ["created"] * 3
+    assert [probe["same_key_ids"] for probe in probes] == [[], [probes[0]["id"]], sorted([probes[0]["id"], probes[1]["id"]])]
+    assert [retry["status"] for retry in retries] == ["unchanged"] * 3
     assert [hit["id"] for hit in found] == [mine["id"]]
     # Another namespace's id reads exactly like an id that does not exist.
     assert {tool: message.replace("'o2'", "'o1'").split(": ", 1)[1] for tool, message in errors.items()} == dict.fromkeys(
         errors, "no memory with id 'o1' in namespace 'mine'"
     )
-    assert inventory["total_records"] == 1
-    assert [entry["id"] for entry in trimmed["archived"]] == [mine["id"]]
+    assert inventory["total_records"] == 4
+    assert {entry["id"] for entry in trimmed["archived"]} == {mine["id"], *(probe["id"] for probe in probes)}
     with MemoryStore(db) as store:
         assert store.get("o1")["namespace"] == "other" and "archived_at" not in store.get("o1")
 

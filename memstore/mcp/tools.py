@@ -26,7 +26,7 @@ from typing_extensions import TypedDict
 from ..db import database_error
 from ..defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, RECALL_K
 from ..errors import MemstoreError
-from ..records import memory_state, now_ms
+from ..records import memory_state, now_ms, scoped_id
 from ..store import MemoryStore
 from ..validate import parse_ttl
 
@@ -168,7 +168,7 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         pinned: Annotated[bool, Field(strict=True, description="Never archive this memory when the store is trimmed.")] = False,
         fact_key: Annotated[str | None, Field(description="A stable name for the fact (e.g. 'user.timezone'); memories sharing it claim the same fact.")] = None,
         meta: Annotated[dict[str, Any] | None, Field(description="Any JSON object to keep with the memory (source, tags, ...).")] = None,
-        id: Annotated[str | None, Field(description="Leave empty. Only to make a retried call safe: the same id with the same text stores nothing new.")] = None,
+        id: Annotated[str | None, Field(description="Leave empty. Only to make a retried call safe: the same id with the same text stores nothing new. The memory's own id is derived from it (see the result).")] = None,
         expires_in: Annotated[str | None, Field(description="Only for a fact true for a while (today's door code, this week's travel): how long it stays true, a number and s, m, h or d ('8h', '7d'). Leave empty for a lasting fact.")] = None,
     ) -> Remembered:
         """Store a fact in long-term memory so a later conversation can recall it.
@@ -185,8 +185,9 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         with tool_errors(location):
             ttl = None if expires_in is None else parse_ttl(expires_in, "expires_in")
             result = store.remember(
-                text, importance=importance, pinned=pinned, fact_key=fact_key, meta=meta, id=id, namespace=namespace, ttl=ttl
-            )
+                text, importance=importance, pinned=pinned, fact_key=fact_key, meta=meta,
+                id=None if id is None else scoped_id(namespace, id), namespace=namespace, ttl=ttl,
+            )  # fmt: skip
         return fields(result, Remembered)
 
     @server.tool(annotations=ToolAnnotations(title="Recall memories", destructive_hint=False))
