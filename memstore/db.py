@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
@@ -11,8 +12,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Row, Select, create_engine, event
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 
 from .errors import MemstoreError, StoreBusyError
 from .files import create_private_file, make_private_dirs
@@ -53,6 +54,25 @@ def database_url(path_or_url: str | os.PathLike[str]) -> str:
     if "://" in text:
         return text
     return "sqlite:///" + str(Path(text).expanduser().resolve())
+
+
+# A password in a URL that SQLAlchemy cannot parse, masked all the same.
+_PASSWORD_IN_URL = re.compile(r"(://[^/@:]*:).*@")
+
+
+def shown_location(location: str | os.PathLike[str] | URL) -> str:
+    """A store's location as memstore prints it anywhere (errors, `path`, logs, reports): a URL
+    with its password masked as `***`, a path as given. Output goes to terminals, cron mail and log
+    files; a password must not."""
+    if isinstance(location, URL):
+        return location.render_as_string(hide_password=True)
+    text = os.fspath(location)
+    if "://" not in text:
+        return text
+    try:
+        return make_url(text).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return _PASSWORD_IN_URL.sub(r"\1***@", text)
 
 
 def sqlite_file_missing(path_or_url: str | os.PathLike[str]) -> str | None:
@@ -227,7 +247,7 @@ def rows_in(conn: Connection, query: Select, column: Any, values: Sequence[Any])
 def database_error(exc: SQLAlchemyError, location: str) -> str:
     """A database error as one line for a person: where, and the driver's first line."""
     detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-    return f"database error at {location}: {detail}"
+    return f"database error at {shown_location(location)}: {detail}"
 
 
 def checkpoint(engine: Engine) -> None:

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from .consolidate import consolidate_in_transaction, expire_in_transaction, prune_in_transaction
-from .db import checkpoint, database_error, read_transaction, write_transaction
+from .db import checkpoint, database_error, read_transaction, shown_location, write_transaction
 from .embeddings import Embeddings
 from .errors import MemstoreError, ValidationError
 from .integrity import check_store
@@ -266,7 +266,7 @@ def maintain(engine: Engine, embeddings: Embeddings, recall: Recall, phases: Seq
     lock meanwhile); one checkpoint at the end copies it back into the database.
     """
     context = Context(engine, embeddings, recall, options)
-    location = engine.url.render_as_string(hide_password=True)
+    location = shown_location(engine.url)
     results: list[PhaseResult] = []
     status: dict[str, str] = {}
 

@@ -12,7 +12,7 @@ from functools import cached_property
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from .db import BUSY_TIMEOUT_MS, BackgroundCheckpoints, default_location, is_sqlite, make_engine, read_transaction, sqlite_file_missing, write_transaction
+from .db import BUSY_TIMEOUT_MS, BackgroundCheckpoints, default_location, is_sqlite, make_engine, read_transaction, shown_location, sqlite_file_missing, write_transaction
 from .defaults import CHECK_K, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, RECALL_K, STALE_THRESHOLD
 from .errors import MemstoreError, NotFoundError, RecallCheckError
 from .io import read_memories, write_jsonl
@@ -63,7 +63,7 @@ class MemoryStore:
 
     @property
     def url(self) -> str:
-        return self.engine.url.render_as_string(hide_password=True)
+        return shown_location(self.engine.url)
 
     @property
     def is_sqlite(self) -> bool:

@@ -28,7 +28,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from . import vector_index
-from .db import database_url, make_engine, read_transaction, write_transaction
+from .db import database_url, make_engine, read_transaction, shown_location, write_transaction
 from .errors import MemstoreError
 from .live_counts import recount_live
 from .migrate import upgrade
@@ -108,10 +108,10 @@ def _write_postgresql(conn: Connection, table: Table, batches: Iterator[Sequence
 def _refuse_filled(conn: Connection, location: str) -> None:
     held = conn.execute(select(func.count()).select_from(memories)).scalar_one()
     if held:
-        raise MemstoreError(f"{location} already holds {held} memories; copy into a new or empty store (copy never merges)")
+        raise MemstoreError(f"{shown_location(location)} already holds {held} memories; copy into a new or empty store (copy never merges)")
     for table in _tables():
         if conn.execute(select(table.columns[0]).limit(1)).first() is not None:
-            raise MemstoreError(f"{location} is not empty ({table.name} has rows); copy into a new or empty store (copy never merges)")
+            raise MemstoreError(f"{shown_location(location)} is not empty ({table.name} has rows); copy into a new or empty store (copy never merges)")
 
 
 # -- the counters that number new rows --------------------------------------------------------
@@ -179,7 +179,7 @@ def copy_store(
     """Copy every table of `source` into `target` (both migrated to head; the target new or empty,
     else MemstoreError) and rebuild the target's derived data; `progress(table, rows)` after each
     table. One snapshot of the source, one transaction on the target."""
-    report = CopyReport(source=_shown(source), target=_shown(target))
+    report = CopyReport(source=shown_location(source.url), target=shown_location(target.url))
     write = _write_sqlite if target.dialect.name == "sqlite" else _write_postgresql
     with read_transaction(source) as reader, write_transaction(target, defer_checkpoint=True) as writer:
         _refuse_filled(writer, target_location)
@@ -205,7 +205,7 @@ def copy_into(
     and migrated to head first when new; see `copy_store`."""
     location = os.fspath(location)
     if make_url(database_url(location)) == source.url:
-        raise MemstoreError(f"{location} is the source store itself; copy into a new or empty store")
+        raise MemstoreError(f"{shown_location(location)} is the source store itself; copy into a new or empty store")
     target = make_engine(location)
     try:
         upgrade(target)
@@ -230,10 +230,6 @@ def _rebuild_derived(conn: Connection) -> str | None:
         conn.execute(text("SET LOCAL maintenance_work_mem = '512MB'"))
     vector_index.rebuild(conn, model.name, model.dim)
     return search_backend(conn, model)
-
-
-def _shown(engine: Engine) -> str:
-    return engine.url.render_as_string(hide_password=True)
 
 
 __all__ = ["BATCH_ROWS", "CopyReport", "copy_into", "copy_store"]

@@ -148,3 +148,54 @@ def test_the_quickstart_store_is_private(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "run 1: 10 live before; kept 5 (1 pinned), archived 3 duplicates and 2 evicted" in done.stdout
     assert mode(store) == 0o600
+
+
+PASSWORD = "s3cret-pw"
+
+
+def test_a_database_password_never_reaches_output(pg_url, tmp_path):
+    """Every command run against a PostgreSQL URL that carries a password (the test server trusts
+    loopback, so it is accepted and ignored), successes and failures alike: the password appears
+    in no output, no log line, no run record."""
+    url = pg_url.replace("postgres@", f"postgres:{PASSWORD}@", 1)
+    assert PASSWORD in url
+    missing_db = url.rsplit("/", 1)[0] + "/no_such_database"
+    (tmp_path / "in.jsonl").write_text('{"id": "i1", "text": "Imported fact."}\n')
+    (tmp_path / "checks.json").write_text('[{"query": "fact", "expect_id": "p1"}]')
+    runs = [
+        ["init"], ["path"], ["add", "A fact about Paris.", "--id", "p1"], ["add", "Another fact.", "--id", "p2"],
+        ["add", "another fact!", "--id", "p3"], ["list"], ["list", "--json"], ["show", "p1"], ["history", "p1"],
+        ["import", str(tmp_path / "in.jsonl")], ["export"], ["report"], ["report", "--json"], ["recall", "fact"],
+        ["consolidate", "--capacity", "10"], ["consolidate", "--capacity", "10", "--dry-run", "--json"],
+        ["prune", "--dry-run"], ["maintain"], ["maintain", "--json"], ["runs"], ["runs", "--json"], ["restore", "--run", "1"],
+        ["forget", "p2"], ["update", "p1", "--text", "A corrected fact about Paris."], ["flags"],
+        ["verify", str(tmp_path / "checks.json")], ["check"], ["check", "--json"], ["embeddings", "status"],
+        ["backup", str(tmp_path / "backup.db")], ["copy", url, str(tmp_path / "copy.db")],
+        ["copy", str(tmp_path / "copy.db"), url],  # refused: the target holds memories, and is named
+        ["show", "nope"], ["add", ""],
+    ]  # fmt: skip
+    outputs = []
+    for args in runs:
+        result = CliRunner().invoke(cli, ["--db", url, *args])
+        outputs.append((args, result.exit_code, result.output + (result.stderr if result.stderr_bytes is not None else "")))
+        assert not isinstance(result.exception, (AssertionError, TypeError)), (args, result.exception)
+    by_command = {tuple(args): (code, output) for args, code, output in outputs}
+    for args in (["list"], ["init"]):  # a database that is not there: errors name the URL
+        result = CliRunner().invoke(cli, ["--db", missing_db, *args])
+        outputs.append((args, result.exit_code, result.output))
+        assert result.exit_code == 1 and result.output.startswith("Error: database error at postgresql+psycopg://postgres:***@")
+    leaked = [(args, output) for args, _, output in outputs if PASSWORD in output]
+    assert leaked == []
+    assert by_command[("path",)] == (0, url.replace(PASSWORD, "***") + "\n")
+    assert "undo with: memstore --db 'postgresql+psycopg://postgres:***@" in by_command[("consolidate", "--capacity", "10")][1]
+    assert by_command[("copy", str(tmp_path / "copy.db"), url)][0] == 1
+    assert sum(code == 0 for _, code, _ in outputs) >= 25  # the commands ran, not only failed
+    # The server's log, on stdio until its input ends.
+    done = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "memstore"), "--db", url, "mcp"], stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert "on stdio" in done.stderr and PASSWORD not in done.stdout + done.stderr
+    # Nothing the store records holds it either.
+    with MemoryStore(url) as store:
+        assert PASSWORD not in json.dumps(store.runs(), default=str) and PASSWORD not in store.url

@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from ..db import shown_location
+
 # What a terminal must not be handed raw: control characters (an escape sequence can move the cursor,
 # retitle the window or hide what follows) and the bidirectional overrides that reorder what is
 # shown. A memory's text is whatever an agent read, so each is printed as its escape (\x1b, \u202e).
@@ -97,7 +99,8 @@ def print_run(ctx: click.Context, report) -> None:
 def print_undo(ctx: click.Context, run_id: int) -> None:
     db_option = ""
     if ctx.find_root().get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
-        db_option = f"--db {shlex.quote(ctx.find_root().params['db'])} "
+        # A password stays masked even here: this line lands in cron mail and logs.
+        db_option = f"--db {shlex.quote(shown_location(ctx.find_root().params['db']))} "
     echo(f"undo with: memstore {db_option}restore --run {run_id}")
 
 

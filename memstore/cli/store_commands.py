@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..db import database_url, refuse_store_file
+from ..db import database_url, refuse_store_file, shown_location
 from ..defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
 from ..files import replaced_privately
 from ..migrate import SCHEMA_HEAD
@@ -27,7 +27,7 @@ def path(ctx: click.Context) -> None:
         sqlite3 "$(memstore path)" 'SELECT count(*) FROM memories'
     """
     location = ctx.obj["location"]
-    click.echo(location if "://" in location else database_url(location).removeprefix("sqlite:///"))
+    click.echo(shown_location(location) if "://" in location else database_url(location).removeprefix("sqlite:///"))
 
 
 @click.command()
