@@ -26,8 +26,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from memstore import MemoryStore
-from memstore.mcp.transport import checked_token
+from memstore import MemoryStore, MemstoreError
+from memstore.listeners import checked_token, parse_address
 from memstore.records import scoped_id
 
 MEMSTORE = str(Path(sys.executable).with_name("memstore"))
@@ -504,3 +504,9 @@ def test_four_servers_writing_while_consolidation_runs_lose_nothing(tmp_path):
     for log in logs:
         server_log_is_clean(log)
 
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:٨٠٨٠", "127.0.0.1:8765x", "127.0.0.1:0", "127.0.0.1"])
+def test_an_address_whose_port_is_not_ascii_digits_is_refused(address):
+    with pytest.raises(MemstoreError, match="not a HOST:PORT address"):
+        parse_address(address)

@@ -6,7 +6,7 @@ This package needs the `mcp` extra (`pip install 'memstore[mcp]'`); `import mems
 
 from __future__ import annotations
 
-from .transport import HTTP_PATH, BearerTokenGate, is_loopback, parse_address, serve
+from .transport import HTTP_PATH, serve
 from .tools import create_server, tool_errors
 
-__all__ = ["BearerTokenGate", "HTTP_PATH", "create_server", "is_loopback", "parse_address", "serve", "tool_errors"]
+__all__ = ["HTTP_PATH", "create_server", "serve", "tool_errors"]
