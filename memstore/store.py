@@ -399,10 +399,8 @@ class MemoryStore:
         be live (and in `namespace`, when given), else nothing is written; `reason` goes in params."""
         from .lifecycle import forget_in_transaction
 
-        if isinstance(ids, str):
-            ids = [ids]
         with write_transaction(self.engine) as conn:
-            return forget_in_transaction(conn, list(ids), reason, namespace, now_ms())
+            return forget_in_transaction(conn, [ids] if isinstance(ids, str) else list(ids), reason, namespace, now_ms())
 
     def update(
         self, id: str, *, text: str | None = None, importance: int | None = None, pinned: bool | None = None,
