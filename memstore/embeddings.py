@@ -52,6 +52,13 @@ class Embeddings:
         self.batch_embedder = embedder
         return {"model": chosen.name, "source": chosen.source, "dim": chosen.dim, "search": search, "notice": notice}
 
+    def shape(self) -> tuple[str, int] | None:
+        """The store's model as (name, width), None when it has none: what a vector a record
+        carries into the store must be (records.check_embedding_fits)."""
+        with read_transaction(self.engine) as conn:
+            model = model_of(conn)
+        return None if model is None else (model.name, model.dim)
+
     def status(self) -> dict[str, Any] | None:
         """The store's model and how many live memories still need a vector; None if not enabled."""
         with read_transaction(self.engine) as conn:

@@ -3,6 +3,14 @@
 Memories are personal data (names, health facts, a token pasted into a chat), so a new store, its
 `-wal`/`-shm` files, a backup or an export is never readable by other local users. A file that
 already exists keeps the mode its owner gave it.
+
+A file memstore writes whole (`export -o`, `backup`, the vector files) is replaced atomically only
+when it is a regular file or absent: a temporary file beside it, renamed over it once whole. Any
+other node is written into, never replaced: a character device (`/dev/null`, `/dev/stdout`), a
+FIFO or a block device is opened and written, as a shell's `>` does; renaming over one would swap
+the node itself for a regular file (run as root, `export -o /dev/null` did that to the machine's
+`/dev/null`). A symlink is followed: the link stays, the file it points to is written (created,
+0600, if it does not exist yet).
 """
 
 from __future__ import annotations
@@ -64,12 +72,53 @@ def shared_with_others(path: str | os.PathLike[str]) -> int | None:
     return mode if mode & 0o077 else None
 
 
+def followed(path: str | os.PathLike[str]) -> Path:
+    """`path` with every symlink in it followed: the regular file a write to `path` replaces."""
+    return Path(os.path.realpath(os.path.expanduser(path)))
+
+
+def written_into(path: str | os.PathLike[str]) -> bool:
+    """True when `path` exists and is neither a regular file nor a directory (a device, a FIFO),
+    through any symlink: a node that is opened and written into, never replaced. Asked of the path
+    as given: `/dev/stdout` links to `/proc/self/fd/1`, whose pipe has no name to resolve to."""
+    try:
+        mode = os.stat(os.path.expanduser(path)).st_mode
+    except FileNotFoundError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _open_node(path: str | os.PathLike[str], binary: bool, encoding: str = "utf-8") -> IO[Any]:
+    # No O_CREAT: if the node went away meanwhile this fails rather than create a file with the
+    # umask's mode; no O_TRUNC, which a device or FIFO ignores anyway. A FIFO's open waits for a reader.
+    fd = os.open(os.path.expanduser(path), os.O_WRONLY | os.O_NOCTTY)
+    return os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding=encoding, newline="")
+
+
+def put_in_place(partial: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
+    """Put the finished file `partial` where `path` is: renamed over it when it is a regular file
+    or absent (atomic), its bytes copied into it when it is a device or a FIFO (`partial` stays for
+    the caller to remove)."""
+    if written_into(path):
+        with open(partial, "rb") as source, _open_node(path, True) as sink:
+            shutil.copyfileobj(source, sink)
+    else:
+        os.replace(partial, followed(path))
+
+
 @contextmanager
 def replaced_privately(path: str | os.PathLike[str], *, encoding: str = "utf-8", binary: bool = False) -> Iterator[IO[Any]]:
     """Write text (or bytes, `binary`) to a temporary file beside `path`, renamed over it only once
     whole: a failure halfway leaves `path` as it was. The file is 0600, or keeps the mode of the
-    file it replaces. Binary files are flushed to disk before the rename."""
-    target = Path(path)
+    file it replaces. Binary files are flushed to disk before the rename.
+
+    A device or a FIFO at `path` is written into instead (no temporary file, no rename); a symlink
+    is followed (see the module's docstring)."""
+    if written_into(path):
+        with _open_node(path, binary, encoding) as node:
+            yield node
+        return
+    target = followed(path)
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     fd = _create_exclusive(partial, os.O_WRONLY)
     if fd is None:

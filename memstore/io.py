@@ -28,7 +28,7 @@ from typing import IO, Any, NamedTuple
 
 from .defaults import DEFAULT_NAMESPACE
 from .errors import ValidationError
-from .records import PreparedRow, now_ms, prepare_row
+from .records import PreparedRow, check_embedding_fits, now_ms, prepare_row
 from .validate import INT64_MAX, INT64_MIN, check_int, check_string, is_int
 
 DATE_FIELDS = ("created_at", "updated_at", "last_recalled_at", "timestamp", "expires_at")
@@ -196,15 +196,20 @@ def read_memories(
     *,
     skip_invalid: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    store_model: Callable[[], tuple[str, int] | None] | None = None,
 ) -> ReadResult:
     """Read and validate every record of a JSON array or JSONL stream.
 
     By default the first bad record raises; with `skip_invalid` bad records are collected in
     `rejected` and the rest are returned. A JSON array that does not parse is fatal either way.
-    `progress(line, total_lines)` is called as records are validated.
+    `progress(line, total_lines)` is called as records are validated. `store_model()` gives the
+    store's embedding model (name, width; None: it has none), asked once, when a record first
+    carries a vector, which must then be of that model and width; without it that is left to the
+    write.
     """
     now = now_ms()
     result = ReadResult([], [])
+    models: list[tuple[str, int] | None] = []  # store_model's answer, once asked
     items, total_lines = _items(source, name)
     for line, value in items:
         if progress is not None:
@@ -216,7 +221,14 @@ def read_memories(
             record = _to_input_record(value, location)
             if namespace is not None and record.get("namespace") is None:  # null is "not given", as for every field
                 record["namespace"] = namespace
-            result.prepared.append(prepare_row(record, location, now))
+            prepared = prepare_row(record, location, now)
+            if prepared.embedding is not None and store_model is not None:
+                # With the record's other fields, so a vector the write would refuse is skipped
+                # (skip_invalid) or stops the import before anything is written.
+                if not models:
+                    models.append(store_model())
+                check_embedding_fits(prepared.embedding, models[0], location)
+            result.prepared.append(prepared)
         except ValidationError as error:
             if not skip_invalid:
                 raise

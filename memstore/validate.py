@@ -75,7 +75,9 @@ def parse_ttl(text: str, location: str = "--ttl") -> float:
     """'30d', '12h', '90m', '45s', '1.5h' -> seconds: a positive number and one of the units s, m, h, d."""
     import re
 
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", text) if isinstance(text, str) else None
+    # ASCII digits only, as a moment takes them (io.parse_moment): `\d` and float() would also take
+    # "١٢" (Arabic-Indic) or "１２" (fullwidth), which no other field of memstore reads as a number.
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd])\s*", text) if isinstance(text, str) else None
     if match is None:
         raise ValidationError(location, None, f"is not a lifetime: {_describe(text)} (a positive number and a unit, s, m, h or d: 30d, 12h, 90s)")
     return check_ttl(float(match[1]) * TTL_UNITS[match[2]], location, None)

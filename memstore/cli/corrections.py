@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .options import json_option, lifetime_options, open_store, parse_meta
+from .options import INTEGER, json_option, lifetime_options, open_store, parse_meta
 from .render import echo, print_history, print_json, print_row, print_undo
 
 
@@ -33,10 +33,10 @@ def forget(ctx, memory_ids, reason, as_json) -> None:
 @click.command()
 @click.argument("memory_id", metavar="ID")
 @click.option("--text", default=None, help="New text.")
-@click.option("--importance", "-i", type=int, default=None, help="New importance, 1 .. 5.")
+@click.option("--importance", "-i", type=INTEGER, default=None, help="New importance, 1 .. 5.")
 @click.option("--pinned/--unpinned", default=None, help="Pin or unpin.")
 @click.option("--meta", default=None, help="New JSON object (replaces the old one).")
-@click.option("--timestamp", type=int, default=None, help="Unix milliseconds (default: now).")
+@click.option("--timestamp", type=INTEGER, default=None, help="Unix milliseconds (default: now).")
 @lifetime_options
 @click.option("--no-expiry", is_flag=True, help="The new version never expires.")
 @json_option

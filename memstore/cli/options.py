@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -96,21 +97,54 @@ def parse_meta(meta: str | None) -> Any:
         raise click.BadParameter(f"not JSON memstore can read: {str(exc)[:80] or type(exc).__name__}", param_hint="--meta") from None
 
 
+class _AsciiDigits:
+    """A number typed on the command line is written in ASCII digits, as --ttl and --expires-at
+    take it: click's int and float types convert with int() and float(), which also take "١٢"
+    (Arabic-Indic), "１２" (fullwidth) and "1_000". What click refuses keeps click's own words."""
+
+    ascii_form: re.Pattern[str]
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)  # type: ignore[misc]
+        if isinstance(value, str) and not self.ascii_form.fullmatch(value):
+            self.fail(f"{value!r} is not a number in ASCII digits", param, ctx)  # type: ignore[attr-defined]
+        return number
+
+
+_ASCII_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
+_ASCII_DECIMAL = re.compile(r"\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
+
+
+class Integer(_AsciiDigits, click.types.IntParamType):
+    """An integer option whose range a later check owns (importance, a timestamp: named by field)."""
+
+    ascii_form = _ASCII_INTEGER
+
+
+INTEGER = Integer()
+
+
+class Int64(_AsciiDigits, click.IntRange):
+    ascii_form = _ASCII_INTEGER
+
+
 def int64(min: int = INT64_MIN) -> click.IntRange:
     """An integer option within the databases' 64-bit integers: beyond them a query cannot even
     bind the value."""
-    return click.IntRange(min=min, max=INT64_MAX)
+    return Int64(min=min, max=INT64_MAX)
 
 
-class Fraction(click.FloatRange):
+class Fraction(_AsciiDigits, click.FloatRange):
     """A number from `min` to `max`, NaN refused (click's FloatRange lets it through: every
     comparison with NaN is false)."""
 
+    ascii_form = _ASCII_DECIMAL
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        number = super().convert(value, param, ctx)
+        number = click.FloatRange.convert(self, value, param, ctx)
         if math.isnan(number):
             self.fail(f"{value!r} is not a number", param, ctx)
-        return number
+        return super().convert(value, param, ctx)
 
 
 def json_option(fn: Callable) -> Callable:

@@ -11,7 +11,7 @@ from ..defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
 from ..files import replaced_privately
 from ..migrate import SCHEMA_HEAD
 from ..records import memory_state, now_ms
-from .options import as_of_option, chosen_namespace, int64, json_option, lifetime_options, namespace_options, open_store, parse_meta
+from .options import INTEGER, as_of_option, chosen_namespace, int64, json_option, lifetime_options, namespace_options, open_store, parse_meta
 from .render import echo, print_check, print_json, print_memories, print_row, print_runs
 
 
@@ -47,8 +47,8 @@ def init(ctx: click.Context) -> None:
 @click.argument("text")
 @click.option("--id", "memory_id", default=None, help="Id (default: a generated one).")
 @click.option("--namespace", "-n", default=DEFAULT_NAMESPACE, show_default=True)
-@click.option("--timestamp", type=int, default=None, help="Unix milliseconds (default: now).")
-@click.option("--importance", "-i", type=int, default=DEFAULT_IMPORTANCE, show_default=True, help="1 (low) .. 5 (high).")
+@click.option("--timestamp", type=INTEGER, default=None, help="Unix milliseconds (default: now).")
+@click.option("--importance", "-i", type=INTEGER, default=DEFAULT_IMPORTANCE, show_default=True, help="1 (low) .. 5 (high).")
 @click.option("--pinned", is_flag=True, help="Never archive this memory.")
 @click.option("--fact-key", default=None, help="Records sharing a fact key claim the same fact.")
 @click.option("--meta", default=None, help="A JSON object stored with the memory.")
@@ -134,8 +134,11 @@ def export(ctx, archived, namespace, all_namespaces, output, with_vectors) -> No
     """
     namespace = chosen_namespace(namespace, all_namespaces)
     store = open_store(ctx)
-    # A file is written whole or not at all (a failure halfway leaves the old one as it was).
-    with click.open_file("-", "w", encoding="utf-8") if output == "-" else replaced_privately(refuse_store_file(store.engine, output, "export")) as file:
+    # A file is written whole or not at all (a failure halfway leaves the old one as it was); a
+    # device or a FIFO is written into, a symlink followed (memstore.files).
+    if output != "-":
+        refuse_store_file(store.engine, output, "export")
+    with click.open_file("-", "w", encoding="utf-8") if output == "-" else replaced_privately(output) as file:
         store.export(file, namespace, archived=archived, with_vectors=with_vectors)
 
 
