@@ -28,7 +28,7 @@ COMMANDS = {
     "consolidate": "jobs:consolidate", "maintain": "jobs:maintain", "prune": "jobs:prune", "report": "jobs:report",
     "verify": "jobs:verify",
     "embeddings": "meaning:embeddings", "flags": "meaning:flags", "recall": "meaning:recall",
-    "mcp": "serve:mcp_",
+    "mcp": "serve:mcp_", "web": "serve:web",
 }  # fmt: skip
 
 

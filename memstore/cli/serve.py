@@ -34,3 +34,30 @@ def mcp_(ctx, namespace, address, token) -> None:
             raise
         raise click.ClickException("the MCP server needs the mcp extra: pip install 'memstore[mcp]'") from None
     serve(ctx.obj["location"], namespace=namespace, http=address, token=token)
+
+
+@click.command("web")
+@click.option("--listen", metavar="HOST:PORT", default="127.0.0.1:8767", show_default=True, help="Where the page answers.")
+@click.option("--token-file", type=click.Path(dir_okay=False), default=None,
+              help="A file whose first line is the page's token. Env: MEMSTORE_WEB_TOKEN. Default: a new one each start (loopback only).")
+@click.option("--namespace", "-n", default=None, help="Keep the page to this one namespace.")
+@click.option("--read-only", is_flag=True, help="Show no actions and refuse every change.")
+@click.pass_context
+def web(ctx, listen, token_file, namespace, read_only) -> None:
+    """Serve a local web page over the store: flags, runs to undo, search as of any moment.
+
+    The first line printed is the address to open, token included. Needs the web extra:
+    pip install 'memstore[web]'.
+
+    \b
+    Example:
+        memstore web
+        memstore web --namespace assistant --read-only
+    """
+    try:
+        from ..web.serve import serve
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] == "memstore":
+            raise
+        raise click.ClickException("the web page needs the web extra: pip install 'memstore[web]'") from None
+    serve(ctx.obj["location"], listen=listen, token_file=token_file, namespace=namespace, read_only=read_only)

@@ -1,0 +1,345 @@
+"""The pages of `memstore web`: server-rendered HTML over one MemoryStore.
+
+Every action is a POST form that calls the MemoryStore method the CLI calls for it (so it is the
+same run `memstore restore` undoes) and answers with what it did and, where it archived something,
+the button that undoes it. Reads use the same methods, plus the page's own reads (`queries`).
+A page kept to one namespace (`--namespace`) answers an id or a run of another namespace exactly as
+one that does not exist.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..db import database_error, read_transaction
+from ..defaults import DEFAULT_NAMESPACE
+from ..errors import MemstoreError, NotFoundError
+from ..io import parse_moment
+from ..records import memory_state, now_ms
+from ..store import MemoryStore
+from ..validate import parse_ttl
+from . import charts, queries
+from .guard import CSRF_FIELD, csrf_value
+
+HERE = Path(__file__).parent
+PAGE_SIZE = 50
+SEARCH_K = 20
+# Reasons a memory leaves the live set, in the order the overview shows them.
+REASONS = ("duplicate", "semantic_duplicate", "evicted", "expired", "stale", "superseded", "forgotten")
+
+
+def utc(ms: int | None) -> str:
+    """Unix ms as the page shows it: a UTC date-time to the second."""
+    if ms is None:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@dataclass
+class Site:
+    store: MemoryStore
+    token: str
+    namespace: str | None  # the one namespace the page may see, or None for all
+    read_only: bool
+
+    def __post_init__(self) -> None:
+        self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
+        self.templates.filters["utc"] = utc
+        self.csrf = csrf_value(self.token)
+
+    def render(self, request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        html = self.templates.get_template(name).render(
+            request=request, site=self, csrf_field=CSRF_FIELD, csrf=self.csrf, **context
+        )
+        return HTMLResponse(html, status_code=status)
+
+    def chosen_namespace(self, request: Request) -> str:
+        """The namespace a page shows: the page's own, else the one asked for, else the default."""
+        if self.namespace is not None:
+            return self.namespace
+        return request.query_params.get("namespace") or DEFAULT_NAMESPACE
+
+    def scope(self) -> str | None:
+        return self.namespace
+
+    async def form(self, request: Request) -> dict[str, str]:
+        """The POSTed fields, once the page may write and the CSRF field matches."""
+        if self.read_only:
+            raise HTTPException(403, "this page is read-only (memstore web --read-only)")
+        fields = {key: str(value) for key, value in (await request.form()).items()}
+        if not hmac.compare_digest(fields.get(CSRF_FIELD, ""), self.csrf):
+            raise HTTPException(403, "the form's CSRF field is missing or wrong: reload the page and try again")
+        return fields
+
+
+# -- reads ----------------------------------------------------------------------------------------
+
+
+async def overview(request: Request) -> Response:
+    site: Site = request.app.state.site
+    store, now = site.store, now_ms()
+    with read_transaction(store.engine) as conn:
+        figures = queries.namespace_figures(conn, site.scope(), now)
+        chosen = site.chosen_namespace(request)
+        series = queries.run_series(conn, site.scope())
+        histogram = queries.staleness_histogram(conn, chosen, now)
+    embeddings = store.embedding_status()
+    run_labels = [run["id"] for run in series]
+    health = {
+        "live": charts.line_chart("Live memories before and after each run", {
+            "before": [run["live_before"] for run in series], "kept": [run["kept"] for run in series]}),
+        "archived": charts.stacked_bars("What each run archived, by reason", {
+            "duplicates": [run["duplicates"] for run in series], "evicted": [run["evicted"] for run in series],
+            "expired": [run["expired"] for run in series], "stale": [run["stale"] for run in series]}),
+        "staleness": charts.bars(f"Staleness of the live memories of {chosen}",
+                                 [f"{low:.1f}-{high:.1f}" for low, high in zip(queries.STALENESS_BINS, queries.STALENESS_BINS[1:])], histogram),
+    }  # fmt: skip
+    return site.render(
+        request, "overview.html", figures=figures, reasons=REASONS, runs=store.runs(10) if site.scope() is None else
+        [run for run in store.runs(50) if run["namespace"] == site.scope()][:10], embeddings=embeddings, health=health,
+        chosen=chosen, run_labels=run_labels, check=request.app.state.last_check,
+    )  # fmt: skip
+
+
+def _cursor(text: str | None) -> tuple[int, int, str] | None:
+    if not text:
+        return None
+    importance, timestamp, last_id = text.split(":", 2)
+    return int(importance), int(timestamp), last_id
+
+
+async def memories_page(request: Request) -> Response:
+    site: Site = request.app.state.site
+    params = request.query_params
+    namespace = site.chosen_namespace(request)
+    query, as_of_text = params.get("q", "").strip(), params.get("as_of", "").strip()
+    as_of = parse_moment(as_of_text, "as of") if as_of_text else None
+    pinned = {"yes": True, "no": False}.get(params.get("pinned", ""))
+    expiring = params.get("expiring") == "week"
+    rows, next_cursor, mode = [], None, None
+    if query:
+        rows = site.store.recall(query, SEARCH_K, namespace, touch=False, as_of=as_of)
+        mode = "as of " + utc(as_of) if as_of is not None else "recall's default mode"
+    elif as_of is not None:
+        rows = site.store.list(namespace, as_of=as_of, limit=PAGE_SIZE)
+    else:
+        with read_transaction(site.store.engine) as conn:
+            rows = queries.memory_page(
+                conn, namespace, now_ms(), after=_cursor(params.get("after")), limit=PAGE_SIZE + 1,
+                pinned=pinned, expiring_days=7 if expiring else None,
+            )  # fmt: skip
+        if len(rows) > PAGE_SIZE:
+            rows = rows[:PAGE_SIZE]
+            last = rows[-1]
+            next_cursor = f"{last['importance']}:{last['timestamp']}:{last['id']}"
+    names = [site.namespace] if site.namespace is not None else site.store.namespaces()
+    return site.render(
+        request, "memories.html", rows=rows, namespace=namespace, namespaces=names, query=query, as_of=as_of_text,
+        as_of_ms=as_of, pinned=params.get("pinned", ""), expiring=expiring, next_cursor=next_cursor, mode=mode,
+    )  # fmt: skip
+
+
+async def memory_page(request: Request) -> Response:
+    site: Site = request.app.state.site
+    memory_id = request.path_params["memory_id"]
+    memory = site.store.get(memory_id, namespace=site.scope())
+    history = site.store.history(memory_id, namespace=site.scope())
+    state = memory_state(memory, now_ms())
+    return site.render(request, "memory.html", memory=memory, history=history, state=state)
+
+
+async def runs_page(request: Request) -> Response:
+    site: Site = request.app.state.site
+    runs = site.store.runs(200)
+    if site.scope() is not None:
+        runs = [run for run in runs if run["namespace"] == site.scope()]
+    return site.render(request, "runs.html", runs=runs)
+
+
+async def run_page(request: Request) -> Response:
+    site: Site = request.app.state.site
+    with read_transaction(site.store.engine) as conn:
+        run = queries.run_whole(conn, request.path_params["run_id"], site.scope())
+    if run is None:
+        raise NotFoundError(f"no run {request.path_params['run_id']}")
+    return site.render(request, "run.html", run=run)
+
+
+async def flags_page(request: Request) -> Response:
+    site: Site = request.app.state.site
+    namespace = site.scope() if site.scope() is not None else request.query_params.get("namespace") or None
+    flags = site.store.flags(namespace)
+    ids = {flag["older_id"] for flag in flags} | {flag["newer_id"] for flag in flags}
+    sides = {}
+    for memory_id in sorted(ids):
+        try:
+            sides[memory_id] = site.store.get(memory_id, namespace=site.scope())
+        except NotFoundError:
+            continue
+    return site.render(request, "flags.html", flags=flags, sides=sides)
+
+
+async def maintain_page(request: Request) -> Response:
+    site: Site = request.app.state.site
+    phases = _maintain_phases(request.query_params.get("stale") == "yes")
+    preview = site.store.maintain(phases, namespace=site.chosen_namespace(request), dry_run=True)
+    return site.render(request, "maintain.html", report=preview, namespace=site.chosen_namespace(request), stale=request.query_params.get("stale") == "yes")
+
+
+def _maintain_phases(with_stale: bool) -> list[str]:
+    from ..maintain import PHASES
+
+    # Archiving memories only because nobody recalled them is asked for, never done unasked.
+    return [phase for phase in PHASES if with_stale or phase != "stale"]
+
+
+# -- actions ----------------------------------------------------------------------------------------
+
+
+def _done(request: Request, title: str, message: str, *, run_id: int | None = None, link: str | None = None) -> Response:
+    site: Site = request.app.state.site
+    return site.render(request, "done.html", title=title, message=message, run_id=run_id, link=link)
+
+
+async def update_memory(request: Request) -> Response:
+    site: Site = request.app.state.site
+    fields = await site.form(request)
+    memory_id = request.path_params["memory_id"]
+    current = site.store.get(memory_id, namespace=site.scope())
+    changes: dict[str, Any] = {}
+    if fields.get("text", current["text"]) != current["text"]:
+        changes["text"] = fields["text"]
+    if fields.get("importance") and int(fields["importance"]) != current["importance"]:
+        changes["importance"] = int(fields["importance"])
+    pinned = fields.get("pinned") == "yes"
+    if pinned != bool(current["pinned"]):
+        changes["pinned"] = pinned
+    expiry = fields.get("expiry", "keep")
+    if expiry == "never" and current.get("expires_at") is not None:
+        changes["no_expiry"] = True
+    elif expiry == "ttl" and fields.get("ttl", "").strip():
+        changes["ttl"] = parse_ttl(fields["ttl"].strip(), "expires in")
+    row = site.store.update(memory_id, namespace=site.scope(), **changes)
+    return _done(request, f"Updated {memory_id}", f"{memory_id} is archived as superseded by {row['id']}.",
+                 run_id=row["run_id"], link=f"/memories/{row['id']}")  # fmt: skip
+
+
+async def forget_memory(request: Request) -> Response:
+    site: Site = request.app.state.site
+    fields = await site.form(request)
+    memory_id = request.path_params["memory_id"]
+    report = site.store.forget([memory_id], reason=fields.get("reason") or None, namespace=site.scope())
+    return _done(request, f"Forgot {memory_id}", f"{memory_id} is archived as forgotten.", run_id=report.run_id, link=f"/memories/{memory_id}")
+
+
+async def supersede_memory(request: Request) -> Response:
+    site: Site = request.app.state.site
+    fields = await site.form(request)
+    memory_id, by = request.path_params["memory_id"], fields.get("by", "").strip()
+    report = site.store.supersede(memory_id, by=by, namespace=site.scope())
+    return _done(request, f"Superseded {memory_id}", f"{memory_id} is archived as superseded by {by}.", run_id=report.run_id, link=f"/memories/{by}")
+
+
+async def undo_run(request: Request) -> Response:
+    site: Site = request.app.state.site
+    await site.form(request)
+    run_id = request.path_params["run_id"]
+    with read_transaction(site.store.engine) as conn:
+        if queries.run_whole(conn, run_id, site.scope()) is None:
+            raise NotFoundError(f"no run {run_id}")
+    report = site.store.restore(run_id)
+    restored = ", ".join(report.restored_ids) or "nothing"
+    return _done(request, f"Undid run {run_id}", f"Run {run_id} is undone; back in the live set: {restored}.", link=f"/runs/{run_id}")
+
+
+async def keep_side(request: Request) -> Response:
+    site: Site = request.app.state.site
+    fields = await site.form(request)
+    flag = _open_flag(site, request.path_params["flag_id"])
+    keep = fields.get("keep", "")
+    if keep not in (flag["older_id"], flag["newer_id"]):
+        raise MemstoreError(f"flag {flag['id']} is between {flag['older_id']} and {flag['newer_id']}, not {keep}")
+    other = flag["newer_id"] if keep == flag["older_id"] else flag["older_id"]
+    report = site.store.supersede(other, by=keep, namespace=site.scope())
+    return _done(request, f"Kept {keep}", f"{other} is archived as superseded by {keep}; flag {flag['id']} is resolved.",
+                 run_id=report.run_id, link="/flags")  # fmt: skip
+
+
+async def dismiss_flag(request: Request) -> Response:
+    site: Site = request.app.state.site
+    await site.form(request)
+    flag = _open_flag(site, request.path_params["flag_id"])
+    site.store.dismiss_flag(flag["id"])
+    return _done(request, f"Dismissed flag {flag['id']}", f"Flag {flag['id']} ({flag['older_id']} vs {flag['newer_id']}) is dismissed.", link="/flags")
+
+
+def _open_flag(site: Site, flag_id: int) -> dict[str, Any]:
+    for flag in site.store.flags(site.scope()):
+        if flag["id"] == flag_id:
+            return flag
+    raise NotFoundError(f"no open flag {flag_id}")
+
+
+async def run_maintain(request: Request) -> Response:
+    site: Site = request.app.state.site
+    fields = await site.form(request)
+    namespace = site.namespace if site.namespace is not None else fields.get("namespace") or DEFAULT_NAMESPACE
+    report = site.store.maintain(_maintain_phases(fields.get("stale") == "yes"), namespace=namespace)
+    return site.render(request, "maintain.html", report=report, namespace=namespace, stale=fields.get("stale") == "yes")
+
+
+async def run_check(request: Request) -> Response:
+    site: Site = request.app.state.site
+    await site.form(request)
+    report = site.store.check()
+    request.app.state.last_check = {"at": now_ms(), "findings": [finding.__dict__ for finding in report.findings]}
+    return RedirectResponse("/", status_code=303)
+
+
+# -- errors ---------------------------------------------------------------------------------------------
+
+
+async def memstore_error(request: Request, exc: Exception) -> Response:
+    site: Site = request.app.state.site
+    status = 404 if isinstance(exc, NotFoundError) else 400
+    message = database_error(exc, site.store.url) if isinstance(exc, SQLAlchemyError) else str(exc)
+    return site.render(request, "error.html", status=500 if isinstance(exc, SQLAlchemyError) else status, message=message)
+
+
+async def http_error(request: Request, exc: HTTPException) -> Response:
+    site: Site = request.app.state.site
+    return site.render(request, "error.html", status=exc.status_code, message=exc.detail)
+
+
+def create_app(store: MemoryStore, *, token: str, namespace: str | None = None, read_only: bool = False) -> Starlette:
+    """The pages as an ASGI app (behind `guard.Guard`, which `serve` puts in front)."""
+    routes = [
+        Route("/", overview), Route("/memories", memories_page), Route("/memories/{memory_id:path}/update", update_memory, methods=["POST"]),
+        Route("/memories/{memory_id:path}/forget", forget_memory, methods=["POST"]),
+        Route("/memories/{memory_id:path}/supersede", supersede_memory, methods=["POST"]),
+        Route("/memories/{memory_id:path}", memory_page), Route("/runs", runs_page), Route("/runs/{run_id:int}", run_page),
+        Route("/runs/{run_id:int}/undo", undo_run, methods=["POST"]), Route("/flags", flags_page),
+        Route("/flags/{flag_id:int}/keep", keep_side, methods=["POST"]), Route("/flags/{flag_id:int}/dismiss", dismiss_flag, methods=["POST"]),
+        Route("/maintain", maintain_page), Route("/maintain", run_maintain, methods=["POST"]), Route("/check", run_check, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]  # fmt: skip
+    app = Starlette(routes=routes, exception_handlers={MemstoreError: memstore_error, SQLAlchemyError: memstore_error, HTTPException: http_error})
+    app.state.site = Site(store, token, namespace, read_only)
+    app.state.last_check = None
+    return app
+
+
+__all__ = ["Site", "create_app", "utc"]
