@@ -43,7 +43,8 @@ def namespace_figures(conn: Connection, namespace: str | None, now: int) -> list
     def of(name: str) -> NamespaceFigures:
         return figures.setdefault(name, NamespaceFigures(name))
 
-    for name, count in live_counts(conn, namespace, incremental=True).items():
+    # SQLite keeps the counts by trigger; PostgreSQL counts them in one pass over the rank index.
+    for name, count in live_counts(conn, namespace, incremental=conn.dialect.name == "sqlite").items():
         of(name).live, of(name).pinned = count.unpinned + count.pinned, count.pinned
     soon = (
         select(memories.c.namespace, func.count())

@@ -1,0 +1,253 @@
+"""`memstore web` in a real browser: Debian's chromium driven by Playwright, against a real server
+process (`memstore web`) over a real store, SQLite and PostgreSQL, with real flags from the
+contradict phase and the real embedding model.
+
+A person finds a memory, sees it as of an earlier moment, settles flags, corrects and forgets, and
+undoes a run, all by clicking; every change is a run `memstore runs` shows. The door holds: no
+token, a wrong token, a rebinding Host, a POST without its CSRF field, a read-only page; stored
+HTML shows as text and runs nothing.
+
+Screenshots go to a temporary folder, or to $MEMSTORE_WEB_SCREENSHOTS (docs/images for docs/web.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from playwright import sync_api as playwright_api
+
+from memstore.records import now_ms
+from memstore.web.guard import csrf_value
+
+from .conftest import REPO
+from .test_semantic_store import FACTS
+
+MEMSTORE = str(REPO / ".venv" / "bin" / "memstore") if (REPO / ".venv" / "bin" / "memstore").exists() else shutil.which("memstore")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+HOSTILE = '<img src=x onerror="document.title=\'owned\'"><script>document.title="owned"</script>'
+
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def shots(tmp_path) -> Path:
+    folder = Path(os.environ.get("MEMSTORE_WEB_SCREENSHOTS") or tmp_path / "shots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+class Server:
+    def __init__(self, url: str, process: subprocess.Popen, port: int) -> None:
+        self.url, self.process, self.port = url, process, port
+        self.base = f"http://127.0.0.1:{port}"
+
+
+def start(store_url: str, tmp_path: Path, *args: str) -> Server:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_WEB_TOKEN"}
+    log = (tmp_path / f"web-{port}.log").open("w")
+    process = subprocess.Popen([MEMSTORE, "--db", store_url, "web", "--listen", f"127.0.0.1:{port}", *args],
+                               stdout=subprocess.PIPE, stderr=log, text=True, env=env)  # fmt: skip
+    first_line = process.stdout.readline().strip()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, (tmp_path / f"web-{port}.log").read_text()
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            time.sleep(0.1)
+    return Server(first_line, process, port)
+
+
+@pytest.fixture
+def seeded(store, model_dir):
+    """FACTS with vectors, one maintain's flags (r1 vs r2, c1 vs c2) and a consolidation run that
+    archived a duplicate; plus a memory whose text is hostile HTML."""
+    store.add_many(FACTS)
+    store.add("user lives in porto!", id="c3", timestamp=10)
+    store.add(HOSTILE, id="h1", timestamp=11)
+    store.enable_embeddings(model_dir)
+    store.sync_embeddings()
+    store.maintain(["contradict"])
+    store.consolidate(100)
+    return store
+
+
+@pytest.fixture
+def server(seeded, store_url, tmp_path):
+    running = start(store_url, tmp_path)
+    yield running
+    running.process.terminate()
+    running.process.wait(timeout=15)
+
+
+def opened(browser, server: Server):
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(server.url)
+    return context, page
+
+
+def test_the_first_line_is_the_address_to_open_and_it_trades_the_token_for_a_cookie(browser, server):
+    assert re.fullmatch(rf"http://127\.0\.0\.1:{server.port}/\?token=[A-Za-z0-9_-]{{20,}}", server.url)
+    context, page = opened(browser, server)
+    assert page.url == f"{server.base}/"  # the token left the address bar
+    [cookie] = context.cookies()
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["value"] == server.url.split("token=")[1]
+    assert page.get_by_role("heading", name="Overview").is_visible()
+    context.close()
+
+
+def test_a_person_finds_a_memory_settles_flags_corrects_and_undoes_by_clicking(browser, server, seeded, shots):
+    context, page = opened(browser, server)
+    page.screenshot(path=shots / "web-overview.png", full_page=True)
+
+    # Search, answered by recall's default mode (hybrid: the store has vectors).
+    page.get_by_role("link", name="Memories").click()
+    page.get_by_label("Search").fill("how many requests per minute may the API take")
+    page.get_by_role("button", name="Show").click()
+    first_row = page.locator("tbody tr").first
+    assert first_row.locator("td").first.inner_text() in ("r1", "r2")
+    assert "semantic" in first_row.inner_text()
+    page.screenshot(path=shots / "web-search.png", full_page=True)
+
+    # Settle the rate-limit flag: keep r2, r1 is superseded by it.
+    page.get_by_role("link", name="Flags").click()
+    page.screenshot(path=shots / "web-flags.png", full_page=True)
+    page.get_by_role("button", name="Keep r2").click()
+    assert page.get_by_role("heading", name="Kept r2").is_visible()
+    assert seeded.get("r1")["reason"] == "superseded" and seeded.get("r1")["superseded_by"] == "r2"
+    keep_run = seeded.runs(1)[0]
+    assert keep_run["kind"] == "supersede"
+
+    # Dismiss the other flag.
+    page.get_by_role("link", name="Flags").click()
+    flag = seeded.flags()[0]
+    page.get_by_role("button", name=f"Dismiss flag {flag['id']}").click()
+    assert page.get_by_role("heading", name=f"Dismissed flag {flag['id']}").is_visible()
+    assert flag["id"] not in [f["id"] for f in seeded.flags()] and seeded.flags(status="dismissed")[0]["id"] == flag["id"]
+
+    # Correct a memory, then forget another.
+    before_update = now_ms()
+    time.sleep(0.01)
+    page.goto(f"{server.base}/memories/t1")
+    page.screenshot(path=shots / "web-memory.png", full_page=True)
+    page.get_by_label("Text").fill("The team standup is every weekday at 10:00.")
+    page.get_by_role("button", name="Update t1").click()
+    assert page.get_by_role("heading", name="Updated t1").is_visible()
+    assert seeded.get("t1")["reason"] == "superseded"
+    page.goto(f"{server.base}/memories/u1")
+    page.get_by_role("button", name="Forget u1").click()
+    forget_run = seeded.get("u1")["run_id"]
+    assert seeded.get("u1")["reason"] == "forgotten"
+
+    # As of a moment before the update, the old text was the live one.
+    page.get_by_role("link", name="Memories").click()
+    page.get_by_label("As of (UTC, ISO-8601 or Unix ms)").fill(str(before_update))
+    page.get_by_role("button", name="Show").click()
+    table = page.locator("table").inner_text()
+    assert "every weekday at 9:30" in table and "at 10:00" not in table
+
+    # Undo the forget from its run's page: u1 is live again.
+    page.get_by_role("link", name="Runs").click()
+    page.screenshot(path=shots / "web-runs.png", full_page=True)
+    page.get_by_role("link", name=str(forget_run), exact=True).first.click()
+    page.get_by_role("button", name=f"Undo run {forget_run}").click()
+    assert page.get_by_role("heading", name=f"Undid run {forget_run}").is_visible()
+    assert "archived_at" not in seeded.get("u1")
+    # Every change is a run the CLI sees.
+    kinds = [run["kind"] for run in seeded.runs(10)]
+    assert {"supersede", "update", "forget"} <= set(kinds)
+    context.close()
+
+
+def test_stored_html_shows_as_text_and_runs_nothing(browser, server):
+    context, page = opened(browser, server)
+    page.goto(f"{server.base}/memories/h1")
+    assert page.locator("p.text").inner_text() == HOSTILE
+    page.goto(f"{server.base}/memories")
+    assert HOSTILE in page.locator("table").inner_text()
+    assert page.title() != "owned" and "owned" not in page.evaluate("document.title")
+    context.close()
+
+
+def test_without_the_token_or_the_csrf_field_nothing_is_shown_or_changed(server, seeded):
+    token = server.url.split("token=")[1]
+    bare = httpx.get(f"{server.base}/memories")
+    assert bare.status_code == 401 and "Deploy" not in bare.text
+    assert httpx.get(f"{server.base}/?token=wrong").status_code == 401
+    rebinding = httpx.get(f"{server.base}/", headers={"Host": f"evil.example:{server.port}"}, cookies={f"memstore_web_{server.port}": token})
+    assert rebinding.status_code == 421
+    cookies = {f"memstore_web_{server.port}": token}
+    assert httpx.get(f"{server.base}/memories", cookies=cookies).status_code == 200
+    run_id = seeded.runs(1)[0]["id"]
+    refused = httpx.post(f"{server.base}/runs/{run_id}/undo", cookies=cookies, data={})
+    assert refused.status_code == 403 and seeded.runs(1)[0]["status"] == "applied"
+    no_cookie = httpx.post(f"{server.base}/runs/{run_id}/undo", data={"csrf": "x"})
+    assert no_cookie.status_code == 401 and seeded.runs(1)[0]["status"] == "applied"
+    headers = httpx.get(f"{server.base}/", cookies=cookies).headers
+    assert "script-src" not in headers["content-security-policy"] and "default-src 'none'" in headers["content-security-policy"]
+    assert headers["x-frame-options"] == "DENY"
+
+
+def test_a_read_only_page_shows_no_action_and_refuses_every_post(browser, seeded, store_url, tmp_path):
+    server = start(store_url, tmp_path, "--read-only")
+    try:
+        context, page = opened(browser, server)
+        for path in ("/", "/flags", f"/runs/{seeded.runs(1)[0]['id']}", "/memories/t1"):
+            page.goto(server.base + path)
+            assert page.locator("form[method=post]").count() == 0, path
+        token = server.url.split("token=")[1]
+        refused = httpx.post(f"{server.base}/memories/t1/forget", cookies={f"memstore_web_{server.port}": token}, data={"csrf": csrf_value(token)})
+        assert refused.status_code == 403 and "archived_at" not in seeded.get("t1")
+        context.close()
+    finally:
+        server.process.terminate()
+        server.process.wait(timeout=15)
+
+
+def test_a_page_kept_to_one_namespace_shows_nothing_of_the_others(browser, seeded, store_url, tmp_path):
+    seeded.add("Another tenant's secret.", id="o1", namespace="other")
+    server = start(store_url, tmp_path, "--namespace", "other")
+    try:
+        context, page = opened(browser, server)
+        assert "default" not in page.locator("table").first.inner_text()
+        page.goto(f"{server.base}/memories/t1")
+        assert page.get_by_role("heading", name="That did not work").is_visible()
+        page.goto(f"{server.base}/memories")
+        assert "Another tenant's secret." in page.locator("table").inner_text()
+        context.close()
+    finally:
+        server.process.terminate()
+        server.process.wait(timeout=15)
+
+
+def test_a_non_loopback_listen_without_a_token_of_ones_own_is_refused(tmp_path):
+    done = subprocess.run([MEMSTORE, "--db", str(tmp_path / "s.db"), "web", "--listen", "0.0.0.0:8767"],
+                          capture_output=True, text=True, timeout=60, env={k: v for k, v in os.environ.items() if k != "MEMSTORE_WEB_TOKEN"})  # fmt: skip
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "Error: refusing to serve 0.0.0.0 without a token of your own: give --token-file or MEMSTORE_WEB_TOKEN, or listen on 127.0.0.1\n"
+    assert not (tmp_path / "s.db").exists()
