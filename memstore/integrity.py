@@ -3,8 +3,8 @@
 Finds what hand edits, crashes or an old tool can leave behind: a failed integrity check, rows whose
 stored `norm_key` is not `normalize_key(text)` (say, text edited in the sqlite3 shell), ids live and
 archived at once, a schema not at head, index drift, a full-text index or live counts out of step,
-WAL switched off, a store file that other local users can read, a vector index out of step with the
-live memories' vectors.
+WAL switched off, a store file that other local users can read, a vector that is not the model's (the
+wrong length, a NaN or an infinity), a vector index out of step with the live memories' vectors.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from sqlalchemy import JSON, Connection, Engine, Integer, bindparam, select, update
+from sqlalchemy import JSON, Connection, Engine, Integer, bindparam, delete, select, update
 from sqlalchemy.exc import OperationalError
 
-from .db import read_transaction, write_transaction
+from .db import chunked, read_transaction, rows_in, write_transaction
 from .errors import StoreBusyError
 from . import vector_index
 from .files import PRIVATE_FILE_MODE, shared_with_others
 from .live_counts import live_counts_by_namespace, recount_live
 from .migrate import SCHEMA_HEAD, current_revision, index_drift
-from .schema import FTS_TABLE, LIVE_COUNTS_TABLE, LIVE_COUNTS_TRIGGERS, SEQ_GUARD_TRIGGER, memories, memory_archive
+from .schema import FTS_TABLE, LIVE_COUNTS_TABLE, LIVE_COUNTS_TRIGGERS, SEQ_GUARD_TRIGGER, memories, memory_archive, memory_vectors
 from .normalize import normalize_key
 from .semantic.vectors import EmbeddingModel, model_of
 
@@ -131,27 +131,59 @@ def _fts_integrity(engine: Engine, report: CheckReport) -> None:
         report.findings.append(Finding("fts", f"the recall index is out of step with memories ({exc.__class__.__name__})"))
 
 
-def _vector_index_checks(conn: Connection, report: CheckReport) -> EmbeddingModel | None:
-    """Findings on the vector index of a store with embeddings; returns the model when this
-    connection can rebuild the index (sqlite-vec or pgvector here), else None."""
+def _unusable_vectors(conn: Connection, model: EmbeddingModel) -> list[tuple[str, int]]:
+    """(memory id, bytes) of each vector of `model`, the memory live or archived (a restore brings it
+    back), that is not `vector_index.usable`: a hand edit cut it short, lengthened it, or wrote a
+    NaN or an infinity into it. Search skips such a vector; the index never takes it."""
+    rows = conn.execution_options(yield_per=BATCH).execute(
+        select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector).order_by(memory_vectors.c.memory_id)
+    )  # the model compared here: every vector is read anyway, in the table's own order
+    return [(memory_id, len(blob)) for memory_id, name, blob in rows if name == model.name and not vector_index.usable(blob, model.dim)]
+
+
+def _vector_checks(conn: Connection, report: CheckReport) -> tuple[EmbeddingModel | None, list[str], bool]:
+    """Findings on the vectors and the vector index of a store with embeddings; returns the store's
+    model (None: embeddings never enabled), the memories whose vectors are not usable, and whether
+    this connection can rebuild the index (sqlite-vec or pgvector here)."""
     model = model_of(conn)
     if model is None:
-        return None
-    report.checks_run.append("vector_index")
+        return None, [], False
+    report.checks_run += ["vectors", "vector_index"]
+    unusable = _unusable_vectors(conn, model)
+    size = 4 * model.dim
+    report.findings += [
+        Finding("vectors", f"{memory_vectors.name} {memory_id!r}: "
+                + (f"holds {found} bytes, not {model.dim} float32 values ({size} bytes)" if found != size
+                   else "holds a value that is not a finite number (NaN or infinite)")
+                + "; --fix sets it aside for `memstore embeddings sync`")
+        for memory_id, found in unusable
+    ]  # fmt: skip
+    broken = [memory_id for memory_id, _ in unusable]
     if vector_index.backend(conn) is None:
-        return None  # search runs in NumPy here; `embeddings status` says why
+        return model, broken, False  # search runs in NumPy here; `embeddings status` says why
     state = vector_index.state(conn)
     if state != model.name:
         what = "out of step (changed where the vector extension was missing)" if state == vector_index.STALE else "not built"
         report.findings.append(Finding("vector_index", f"{vector_index.INDEX_TABLE} is {what}; --fix builds it"))
-        return model
-    extra, missing = vector_index.out_of_step(conn, model.name)
+        return model, broken, True
+    extra, missing = vector_index.out_of_step(conn, model.name, broken)
     if extra or missing:
         report.findings.append(
             Finding("vector_index", f"{vector_index.INDEX_TABLE} holds {len(extra)} memories that are not live and lacks "
                     f"{len(missing)} live ones with a vector; --fix rebuilds it")
         )  # fmt: skip
-    return model
+    return model, broken, True
+
+
+def _set_aside(conn: Connection, model: EmbeddingModel, ids: list[str]) -> None:
+    """Delete the vectors of `ids` that are still not usable (a sync may have replaced one since the
+    check read it): their memories, never touched, are pending for `embeddings sync` again."""
+    query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector)
+    broken = [row.memory_id for row in rows_in(conn, query, memory_vectors.c.memory_id, ids)
+              if row.model == model.name and not vector_index.usable(row.vector, model.dim)]  # fmt: skip
+    for chunk in chunked(broken):
+        conn.execute(delete(memory_vectors).where(memory_vectors.c.memory_id.in_(chunk)))
+    vector_index.remove(conn, broken)  # the index may hold the vector a hand edit replaced
 
 
 def _shared_files(engine: Engine) -> list[tuple[str, int]]:
@@ -180,7 +212,7 @@ def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
         wrong_keys = _stale_keys(conn)
         if conn.dialect.name == "sqlite":
             _sqlite_checks(conn, report)
-        index_model = _vector_index_checks(conn, report)
+        model, broken_vectors, rebuildable = _vector_checks(conn, report)
     if engine.dialect.name == "sqlite":
         _fts_integrity(engine, report)
     shared = _shared_files(engine) if engine.dialect.name == "sqlite" else []
@@ -199,8 +231,9 @@ def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
     report.findings += key_findings
     fts_findings = [f for f in report.findings if f.check == "fts" and "trigger" not in f.detail]
     count_findings = [f for f in report.findings if f.check == "live_counts" and "trigger" not in f.detail]
-    index_findings = [f for f in report.findings if f.check == "vector_index"] if index_model is not None else []
-    if fix and (key_findings or fts_findings or count_findings or index_findings):
+    vector_findings = [f for f in report.findings if f.check == "vectors"]
+    index_findings = [f for f in report.findings if f.check == "vector_index"] if rebuildable else []
+    if fix and (key_findings or fts_findings or count_findings or vector_findings or index_findings):
         with write_transaction(engine) as conn:
             for table in (memories, memory_archive):
                 rows = [{"b_id": row_id, "b_key": key} for name, row_id, key in wrong_keys if name == table.name]
@@ -210,8 +243,10 @@ def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
                 conn.exec_driver_sql(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
             if count_findings:
                 recount_live(conn)
+            if vector_findings:
+                _set_aside(conn, model, broken_vectors)
             if index_findings:
-                vector_index.rebuild(conn, index_model.name, index_model.dim)
-        for finding in key_findings + fts_findings + count_findings + index_findings:
+                vector_index.rebuild(conn, model.name, model.dim)
+        for finding in key_findings + fts_findings + count_findings + vector_findings + index_findings:
             finding.fixed = True
     return report

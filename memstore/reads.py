@@ -140,14 +140,16 @@ EXPORT_BATCH = 500
 
 
 def with_vectors(conn: Connection, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """`rows`, each with `embedding` {"model", "vector"} when it has a vector of the store's model
-    (the numbers are the stored float32 values, exactly)."""
+    """`rows`, each with `embedding` {"model", "vector"} when it has a usable vector of the store's
+    model (the numbers are the stored float32 values, exactly). One a hand edit broke is left out:
+    an importing store embeds that memory again, as `check --fix` has this one do."""
     import struct
     from itertools import islice
 
     from .db import rows_in
     from .schema import memory_vectors
     from .semantic.vectors import model_of
+    from .vector_index import usable
 
     model = model_of(conn)
     while batch := list(islice(rows, EXPORT_BATCH)):
@@ -156,7 +158,11 @@ def with_vectors(conn: Connection, rows: Iterator[dict[str, Any]]) -> Iterator[d
             # The model compared here: with it in SQL, SQLite walks the model's index over every vector.
             query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector)
             found = rows_in(conn, query, memory_vectors.c.memory_id, [row["id"] for row in batch])
-            vectors = {found_row.memory_id: found_row.vector for found_row in found if found_row.model == model.name}
+            vectors = {
+                found_row.memory_id: found_row.vector
+                for found_row in found
+                if found_row.model == model.name and usable(found_row.vector, model.dim)
+            }
         for row in batch:
             blob = vectors.get(row["id"])
             if blob is not None:

@@ -15,13 +15,20 @@ wherever vectors are written (`semantic.vectors`). `memstore_settings['vector_in
 model the index holds when it is in step, and is 'stale' after a change this process could not
 apply (a SQLite without sqlite-vec): search then takes the NumPy path, and the next
 `embeddings sync` or `check --fix` rebuilds it.
+
+Only a `usable` vector enters the index: one a hand edit cut short or filled with NaN would be
+refused by sqlite-vec and pgvector, and fail the restore or the rebuild that carried it (`memstore
+check` finds such a vector, `--fix` sets it aside for `embeddings sync`).
 """
 
 from __future__ import annotations
 
 import array
+import math
+import re
 import struct
-from collections.abc import Sequence
+import sys
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Select, bindparam, delete, insert, select, text
@@ -49,6 +56,26 @@ PG_BULK_ROWS = 1_000
 # 100,000: a build raises it, for its transaction only, to what the graph needs (about 1.25 times
 # the vectors' bytes plus 1 kB a row), at most this many kB.
 PG_BUILD_MEMORY_MAX = 1024 * 1024
+
+
+def fits(blob: bytes, dim: int) -> bool:
+    """Whether a stored vector holds `dim` little-endian float32 values, as `semantic.embed.to_blob`
+    writes them: what a row of a matrix of the model's vectors must be."""
+    return len(blob) == 4 * dim
+
+
+def usable(blob: bytes, dim: int) -> bool:
+    """Whether a stored vector can be indexed and searched: it `fits` and every value is a finite
+    number (a NaN or an infinity has no cosine with anything)."""
+    if not fits(blob, dim):
+        return False
+    values = array.array("f")
+    values.frombytes(blob)
+    if sys.byteorder == "big":
+        values.byteswap()
+    # In float64 a sum of float32 values cannot overflow, so it is finite exactly when every value
+    # is: one pass in C instead of a test per value.
+    return math.isfinite(sum(values))
 
 
 def _state(conn: Connection) -> str | None:
@@ -126,7 +153,7 @@ def rebuild(conn: Connection, model_name: str, dim: int) -> bool:
         .where(memory_vectors.c.model == model_name)
         .order_by(memories.c.id)
     )
-    _insert(conn, kind, conn.execute(live).all())
+    _insert(conn, kind, [row for row in conn.execute(live) if usable(row.vector, dim)])
     if kind == "pgvector":  # built over the rows, which is much quicker than row by row
         _build_hnsw(conn)
         conn.execute(text(f"CREATE INDEX ix_{INDEX_TABLE}_namespace ON {INDEX_TABLE} (namespace)"))
@@ -237,10 +264,22 @@ def add(conn: Connection, ids: Sequence[str]) -> None:
     query = select(memories.c.id, memories.c.namespace, memory_vectors.c.vector, memory_vectors.c.model).join(
         memory_vectors, memory_vectors.c.memory_id == memories.c.id
     )
-    rows = [row[:3] for row in rows_in(conn, query, memories.c.id, list(ids)) if row.model == model_name]
+    width = _width(conn, kind)
+    rows = [row[:3] for row in rows_in(conn, query, memories.c.id, list(ids)) if row.model == model_name and usable(row.vector, width)]
     _insert(conn, kind, rows)
     if rebuild_hnsw:
         _build_hnsw(conn)
+
+
+def _width(conn: Connection, kind: str) -> int:
+    """How many values the index's vectors hold, as it was built (`rebuild`'s `dim`)."""
+    if kind == "sqlite-vec":
+        declared = conn.execute(text("SELECT sql FROM sqlite_master WHERE name = :name"), {"name": INDEX_TABLE}).scalar_one()
+        return int(re.search(r"float\[(\d+)\]", declared).group(1))
+    # pgvector keeps a vector(n) column's n as its type modifier.
+    return conn.execute(
+        text("SELECT atttypmod FROM pg_attribute WHERE attrelid = CAST(:name AS regclass) AND attname = 'embedding'"), {"name": INDEX_TABLE}
+    ).scalar_one()
 
 
 def _held(conn: Connection) -> int:
@@ -274,17 +313,19 @@ def nearest(conn: Connection, query_blob: bytes, namespace: str, depth: int) -> 
     return [(row[0], float(row[1])) for row in rows]
 
 
-def out_of_step(conn: Connection, model_name: str) -> tuple[list[str], list[str]]:
+def out_of_step(conn: Connection, model_name: str, unusable: Collection[str] = ()) -> tuple[list[str], list[str]]:
     """(ids the index holds that it should not, ids it should hold but does not): the check of
-    `memstore check`, which reads both whole."""
-    held = set(conn.execute(text(f"SELECT memory_id FROM {INDEX_TABLE}")).scalars())
+    `memstore check`, which reads both whole. The memories of `unusable` vectors are left out of
+    both: the index never takes those vectors (it may still hold what one replaced), and the check
+    reports them itself."""
+    held = set(conn.execute(text(f"SELECT memory_id FROM {INDEX_TABLE}")).scalars()) - set(unusable)
     wanted = set(
         conn.execute(
             select(memories.c.id)
             .join(memory_vectors, memory_vectors.c.memory_id == memories.c.id)
             .where(memory_vectors.c.model == model_name)
         ).scalars()
-    )
+    ) - set(unusable)
     return sorted(held - wanted), sorted(wanted - held)
 
 
@@ -294,6 +335,6 @@ def state(conn: Connection) -> str | None:
 
 
 __all__ = [
-    "INDEX_TABLE", "STALE", "add", "backend", "drop", "enable_pgvector", "exists", "nearest", "out_of_step", "ready",
-    "rebuild", "remove", "state",
+    "INDEX_TABLE", "STALE", "add", "backend", "drop", "enable_pgvector", "exists", "fits", "nearest", "out_of_step", "ready",
+    "rebuild", "remove", "state", "usable",
 ]  # fmt: skip

@@ -104,21 +104,22 @@ def candidate_pairs(
         .order_by(memories.c.id)
     )
 
-    def of_model(query) -> list:
-        return [row for row in conn.execute(query) if row.model == model.name]
+    def of_model(rows) -> list:
+        # A vector that is not usable (a hand edit) is left out: its memory is compared with none.
+        return [row for row in rows if row.model == model.name and vector_index.usable(row.vector, model.dim)]
 
     if since is not None and vector_index.ready(conn, model.name):
         seq_mark, vector_mark, deferred = since
-        new_rows = of_model(of_namespace.where(or_(memories.c.seq > seq_mark, memory_vectors.c.embedded_at > vector_mark)))
+        new_rows = of_model(conn.execute(of_namespace.where(or_(memories.c.seq > seq_mark, memory_vectors.c.embedded_at > vector_mark))))
         # The deferred ones looked up apart, a chunk at a time: in one IN list they could pass the
         # databases' parameter limit.
         seen = {row.id for row in new_rows}
         deferred_rows = rows_in(conn, of_namespace, memories.c.id, sorted(deferred))
-        new_rows = sorted([*new_rows, *(row for row in deferred_rows if row.model == model.name and row.id not in seen)], key=lambda row: row.id)
+        new_rows = sorted([*new_rows, *of_model(row for row in deferred_rows if row.id not in seen)], key=lambda row: row.id)
         pairs = _pairs_by_index(conn, model, namespace, new_rows, related_at)
         if pairs is not None:
             return pairs, len(new_rows)
-    return _pairs_by_matrix(of_model(of_namespace), model, since, related_at)
+    return _pairs_by_matrix(of_model(conn.execute(of_namespace)), model, since, related_at)
 
 
 def _pairs_by_index(conn: Connection, model: EmbeddingModel, namespace: str, new_rows, related_at: float) -> list[Pair] | None:

@@ -15,11 +15,13 @@ Search answers the k live memories of one namespace nearest to a query, exactly,
 
 Each way ends the same: the candidates' cosines computed from the stored blobs in float64, best
 first, ties by id, so the three give the same answers (HNSW on PostgreSQL is approximate: it may
-miss a neighbour an exact scan finds).
+miss a neighbour an exact scan finds). A vector that is not `vector_index.usable` (a hand edit cut
+it short or wrote a NaN) is skipped by each, never an error for its namespace.
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
 from collections.abc import Callable, Sequence
@@ -171,7 +173,10 @@ def namespace_vectors_since(conn: Connection, model: EmbeddingModel, namespace: 
             query = query.where(table.c.namespace == namespace)
         else:  # what was embedded since, off the model's (model, embedded_at) index
             query = query.where(memory_vectors.c.model == model.name, memory_vectors.c.embedded_at >= since, table.c.namespace == namespace)
-        fresh.update((row.memory_id, row.vector) for row in conn.execute(query) if row.model == model.name)
+        # A vector of the wrong length would shift every row after it; one holding a NaN is kept,
+        # and never a neighbour (`_best`).
+        rows = (row for row in conn.execute(query) if row.model == model.name and vector_index.fits(row.vector, model.dim))
+        fresh.update((row.memory_id, row.vector) for row in rows)
     return (-1 if newest is None else newest), fresh
 
 
@@ -240,16 +245,22 @@ def _ranked(ids: Sequence[str], vectors: np.ndarray, query_vector: np.ndarray) -
     if not len(ids):
         return []
     similarity = np.asarray(vectors, dtype=np.float64) @ np.asarray(query_vector, dtype=np.float64)
-    return sorted(((memory_id, float(value)) for memory_id, value in zip(ids, similarity)), key=lambda hit: (-hit[1], hit[0]))
+    hits = [(memory_id, float(value)) for memory_id, value in zip(ids, similarity)]
+    # A vector holding a NaN or an infinity has no cosine: never a hit (a NaN would also break the sort).
+    return sorted((hit for hit in hits if math.isfinite(hit[1])), key=lambda hit: (-hit[1], hit[0]))
 
 
 def _vectors_of(conn: Connection, model: EmbeddingModel, ids: Sequence[str], namespace: str | None = None) -> dict[str, bytes]:
     """The blobs of `model` for `ids` (and, with `namespace`, only of live memories of it not expired), looked up
     by memory id. The model is compared here, not in SQL: with it SQLite walks the model's index
-    over every vector instead of looking the few ids up."""
+    over every vector instead of looking the few ids up. A vector that is not usable is left out."""
     if namespace is None:
         query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector)
-        return {row.memory_id: row.vector for row in rows_in(conn, query, memory_vectors.c.memory_id, list(ids)) if row.model == model.name}
+        return {
+            row.memory_id: row.vector
+            for row in rows_in(conn, query, memory_vectors.c.memory_id, list(ids))
+            if row.model == model.name and vector_index.usable(row.vector, model.dim)
+        }
     query = select(
         memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector, memories.c.namespace, memories.c.expires_at
     ).join(memories, memories.c.id == memory_vectors.c.memory_id)
@@ -258,6 +269,7 @@ def _vectors_of(conn: Connection, model: EmbeddingModel, ids: Sequence[str], nam
         row.memory_id: row.vector
         for row in rows_in(conn, query, memory_vectors.c.memory_id, list(ids))
         if row.model == model.name and row.namespace == namespace and is_unexpired(row._mapping, now)
+        and vector_index.usable(row.vector, model.dim)
     }
 
 
@@ -324,7 +336,9 @@ def namespace_vectors(conn: Connection, model: EmbeddingModel, namespace: str) -
         .where(memories.c.namespace == namespace, unexpired(memories, now_ms()))  # the model compared below: see _vectors_of
         .order_by(memories.c.id)
     )
-    rows = [row for row in rows if row.model == model.name]
+    # Of the wrong length, left out; holding a NaN, never a neighbour (`_best`): testing every value
+    # here (`vector_index.usable`) would cost a search of 100,000 about half a second more.
+    rows = [row for row in rows if row.model == model.name and vector_index.fits(row.vector, model.dim)]
     return [row.id for row in rows], from_blobs((row.vector for row in rows), model.dim)
 
 
@@ -343,8 +357,9 @@ def _best(ids: Sequence[str], coarse: np.ndarray, rows: Callable[[Any], np.ndarr
     them on their vectors (`rows(indices)`)."""
     import numpy as np
 
-    # A vector a model made of NaN is never a neighbour (NumPy would sort it above every cosine).
-    coarse = np.where(np.isnan(coarse), -np.inf, coarse)
+    # A vector holding a NaN or an infinity is never a neighbour (NumPy would sort a NaN above every
+    # cosine, and an infinite one would make the k-th largest infinite and leave no candidate).
+    coarse = np.where(np.isfinite(coarse), coarse, -np.inf)
     if len(ids) > k:
         chosen = np.flatnonzero((coarse >= _kth_largest(coarse, k) - FLOAT32_SLACK) & np.isfinite(coarse))
     else:
