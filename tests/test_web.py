@@ -251,3 +251,18 @@ def test_a_non_loopback_listen_without_a_token_of_ones_own_is_refused(tmp_path):
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == "Error: refusing to serve 0.0.0.0 without a token of your own: give --token-file or MEMSTORE_WEB_TOKEN, or listen on 127.0.0.1\n"
     assert not (tmp_path / "s.db").exists()
+
+
+def test_bad_input_in_an_address_or_a_form_is_a_message_not_a_server_error(server, seeded):
+    cookies = {f"memstore_web_{server.port}": server.url.split("token=")[1]}
+    answers = {
+        path: httpx.get(server.base + path, cookies=cookies)
+        for path in ("/memories?after=zz", "/memories?after=3:x:y", "/memories?as_of=garbage", "/memories/nope", "/runs/999")
+    }
+    assert {path: answer.status_code for path, answer in answers.items()} == {
+        "/memories?after=zz": 400, "/memories?after=3:x:y": 400, "/memories?as_of=garbage": 400, "/memories/nope": 404, "/runs/999": 404,
+    }  # fmt: skip
+    assert all("Nothing was changed." in answer.text for answer in answers.values())
+    token = server.url.split("token=")[1]
+    refused = httpx.post(f"{server.base}/memories/t1/update", cookies=cookies, data={"csrf": csrf_value(token), "importance": "٣"})
+    assert refused.status_code == 400 and "is not a whole number" in refused.text and "archived_at" not in seeded.get("t1")

@@ -26,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..db import database_error, read_transaction
 from ..defaults import DEFAULT_NAMESPACE
-from ..errors import MemstoreError, NotFoundError
+from ..errors import MemstoreError, NotFoundError, ValidationError
 from ..io import parse_moment
 from ..records import memory_state, now_ms
 from ..store import MemoryStore
@@ -115,10 +115,20 @@ async def overview(request: Request) -> Response:
 
 
 def _cursor(text: str | None) -> tuple[int, int, str] | None:
+    """The keyset cursor of a "Next" link: importance:timestamp:id of the last row shown."""
     if not text:
         return None
-    importance, timestamp, last_id = text.split(":", 2)
-    return int(importance), int(timestamp), last_id
+    importance, _, rest = text.partition(":")
+    timestamp, _, last_id = rest.partition(":")
+    return _number(importance, "after"), _number(timestamp, "after"), last_id
+
+
+def _number(text: str, field: str) -> int:
+    """A whole number from a form or an address: ASCII digits (and a sign) only, as the CLI takes them."""
+    stripped = text.strip()
+    if not stripped.lstrip("-").isascii() or not stripped.lstrip("-").isdigit():
+        raise ValidationError("the page", field, f"is not a whole number: {text[:20]!r}")
+    return int(stripped)
 
 
 async def memories_page(request: Request) -> Response:
@@ -222,8 +232,8 @@ async def update_memory(request: Request) -> Response:
     changes: dict[str, Any] = {}
     if fields.get("text", current["text"]) != current["text"]:
         changes["text"] = fields["text"]
-    if fields.get("importance") and int(fields["importance"]) != current["importance"]:
-        changes["importance"] = int(fields["importance"])
+    if fields.get("importance") and _number(fields["importance"], "importance") != current["importance"]:
+        changes["importance"] = _number(fields["importance"], "importance")
     pinned = fields.get("pinned") == "yes"
     if pinned != bool(current["pinned"]):
         changes["pinned"] = pinned
