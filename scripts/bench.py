@@ -68,6 +68,11 @@ scenario of scripts/bench_copy.py, ``memstore.transfer.copy_into`` of a store wi
 SQLite -> PostgreSQL, PostgreSQL -> SQLite and SQLite -> SQLite, its rate in memories per second
 and the time its derived data (the vector index above all) took.
 
+Web (once per bench run; ``--only web`` runs just this; ``--web-sizes``, default 100,000 and
+1,000,000, ``--quick`` 100,000; ``--web-cache DIR`` keeps the built stores): the scenario of
+scripts/bench_web.py, `memstore web`'s overview ``/`` and search page timed server-side through its
+ASGI app against the ``MemoryStore`` reads each makes, in one run, over 1,000 namespaces.
+
 Repeats: each scenario runs ``--repeats`` times (median reported) unless one run takes more than
 ``--slow`` seconds (default 10), in which case it runs once. Store files are copied with
 shutil.copy after every connection is closed and the WAL checkpointed, so each measured variant
@@ -907,11 +912,13 @@ def table_rows(results: list[dict]) -> list[dict]:
     return rows  # fmt: skip
 
 
-def all_rows(results: list[dict], operations: dict | None, semantic: dict | None = None, copy: dict | None = None) -> list[dict]:
+def all_rows(results: list[dict], operations: dict | None, semantic: dict | None = None, copy: dict | None = None,
+             web: dict | None = None) -> list[dict]:
     from bench_copy import copy_rows
+    from bench_web import web_rows
 
     return (table_rows(results) + (operations_rows(operations) if operations else []) + (semantic_rows(semantic) if semantic else [])
-            + (copy_rows(copy) if copy else []))  # fmt: skip
+            + (copy_rows(copy) if copy else []) + (web_rows(web) if web else []))  # fmt: skip
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -952,10 +959,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=None, help="where store files go (default: a temp dir)")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--only", choices=["all", "core", "ops", "vectors", "copy"], default="all",
+    parser.add_argument("--only", choices=["all", "core", "ops", "vectors", "copy", "web"], default="all",
                         help="core: the per-size scenarios; ops: the job report and CLI scenarios; vectors: vector search; "
-                             "copy: memstore copy between backends (scripts/bench_copy.py)")
+                             "copy: memstore copy between backends (scripts/bench_copy.py); web: memstore web's pages (scripts/bench_web.py)")
     parser.add_argument("--copy-size", type=int, default=100_000, help="memories of the copy scenario's store")
+    parser.add_argument("--web-sizes", type=int, nargs="+", default=[100_000, 1_000_000], help="memories of the web scenario's stores")
+    parser.add_argument("--web-namespaces", type=int, default=1_000, help="namespaces of the web scenario's stores")
+    parser.add_argument("--web-runs", type=int, default=50, help="requests of the overview (and through the real server) per size")
+    parser.add_argument("--web-cache", type=Path, default=None, help="keep the web scenario's built stores here and reuse them")
     parser.add_argument("--model-dir", type=Path, default=REPO / ".model-cache" / "minilm", help="the offline model directory")
     parser.add_argument("--process-runs", type=int, default=7, help="runs of each recall process (median reported)")
     parser.add_argument("--vectors-size", type=int, default=100_000, help="memories of the process and PostgreSQL vector scenarios")
@@ -963,7 +974,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops-sizes", type=int, nargs="+", default=[50_000, 500_000], help="live stores of the job-report scenario")
     parser.add_argument("--cli-runs", type=int, default=21, help="wall-time runs of memstore add and of its baseline")
     args = parser.parse_args(argv)
-    sizes = [] if args.only in ("ops", "vectors", "copy") else [10_000] if args.quick else sorted(args.sizes)
+    sizes = [] if args.only in ("ops", "vectors", "copy", "web") else [10_000] if args.quick else sorted(args.sizes)
 
     started = time.perf_counter()
     results: list[dict] = []
@@ -972,6 +983,7 @@ def main(argv: list[str] | None = None) -> int:
         operations: dict | None = None
         semantic: dict | None = None
         copy: dict | None = None
+        web: dict | None = None
 
         def write_results(step: str) -> None:
             doc = {
@@ -985,11 +997,12 @@ def main(argv: list[str] | None = None) -> int:
                            "queries": args.queries, "seed": args.seed, "exhaustive_sample": args.exhaustive_sample,
                            "ops_sizes": args.ops_sizes, "cli_runs": args.cli_runs},
                 "elapsed_seconds": round(time.perf_counter() - started, 1),
-                "table": all_rows(results, operations, semantic, copy),
+                "table": all_rows(results, operations, semantic, copy, web),
                 "results": results,
                 "operations": operations,
                 "semantic": semantic,
                 "copy": copy,
+                "web": web,
             }  # fmt: skip
             args.output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
             log(f"{step} done; wrote {args.output}")
@@ -1006,11 +1019,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in ("all", "copy"):
             copy = run_copy(args, Path(tmp))
             write_results("copy")
+        if args.only in ("all", "web"):
+            from bench_web import run_web
+
+            web = run_web(args, Path(tmp), make_queries(args.seed, args.queries, zipf=True))
+            write_results("web")
     print()
     search = (semantic or {}).get("vectors", {}).get("search")
     print(f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, Python {platform.python_version()} "
           f"({sys.executable}), SQLite {sqlite3.sqlite_version}" + (f", vector search: {search}" if search else ""))  # fmt: skip
-    print_table(all_rows(results, operations, semantic, copy))
+    print_table(all_rows(results, operations, semantic, copy, web))
     ok = True
     for r in results:
         for part, checks in (("consolidation", ("full_same_result_as_raw", "incremental_same_result_as_full",
