@@ -965,7 +965,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--copy-size", type=int, default=100_000, help="memories of the copy scenario's store")
     parser.add_argument("--web-sizes", type=int, nargs="+", default=[100_000, 1_000_000], help="memories of the web scenario's stores")
     parser.add_argument("--web-namespaces", type=int, default=1_000, help="namespaces of the web scenario's stores")
-    parser.add_argument("--web-runs", type=int, default=50, help="requests of the overview (and through the real server) per size")
+    parser.add_argument("--web-runs", type=int, default=50, help="requests of each web page (and of each through the real server) per size")
     parser.add_argument("--web-cache", type=Path, default=None, help="keep the web scenario's built stores here and reuse them")
     parser.add_argument("--model-dir", type=Path, default=REPO / ".model-cache" / "minilm", help="the offline model directory")
     parser.add_argument("--process-runs", type=int, default=7, help="runs of each recall process (median reported)")

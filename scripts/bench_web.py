@@ -23,8 +23,8 @@ same run and interleaved with it (the order turning each round):
   ``queries.staleness_histogram("default")`` in one read transaction, then
   ``store.embedding_status()`` and ``store.runs(10)``. Targets at 1,000,000: p50 <= 2 x the reads'
   p50, and p50 <= 100 ms. Each read's own p50 is reported, for reference.
-* ``/memories?q=Q&namespace=NS`` (``--queries`` queries, default 200, the bench's Zipf mix, whose
-  common words find something in a namespace of 1,000, each in a namespace drawn at random) against ``store.recall(Q, 20, NS, touch=False)``, what the page
+* ``/memories?q=Q&namespace=NS`` (``--web-runs`` queries, default 50, the first of the bench's Zipf
+  mix, whose common words find something in a namespace of 1,000, each in a namespace drawn at random) against ``store.recall(Q, 20, NS, touch=False)``, what the page
   calls to answer it. Target at 1,000,000: p50 <= 2 x recall's p50. The page also reads
   ``store.namespaces()`` for its namespace list, reported apart, for reference.
 
@@ -226,7 +226,7 @@ def overview_reads(store: MemoryStore, parts: dict[str, list[float]] | None = No
 
 def bench_size(path: Path, info: dict, queries: list[str], args) -> dict:
     rng = random.Random(args.seed + 43)
-    searches = [(query, namespace_name(rng.randrange(info["namespaces"]))) for query in queries]
+    searches = [(query, namespace_name(rng.randrange(info["namespaces"]))) for query in queries[: args.web_runs]]
     loop = asyncio.new_event_loop()
     out: dict = {**info}
     with MemoryStore(path) as store:
