@@ -155,7 +155,11 @@ async def memories_page(request: Request) -> Response:
             rows = rows[:PAGE_SIZE]
             last = rows[-1]
             next_cursor = f"{last['importance']}:{last['timestamp']}:{last['id']}"
-    names = [site.namespace] if site.namespace is not None else site.store.namespaces()
+    if site.namespace is not None:
+        names = [site.namespace]
+    else:
+        with read_transaction(site.store.engine) as conn:
+            names = queries.namespace_names(conn)
     return site.render(
         request, "memories.html", rows=rows, namespace=namespace, namespaces=names, query=query, as_of=as_of_text,
         as_of_ms=as_of, pinned=params.get("pinned", ""), expiring=expiring, next_cursor=next_cursor, mode=mode,
