@@ -1,0 +1,237 @@
+#!/usr/bin/env python
+"""memstore probed as an attacker and a loaded system would probe it (issue 29), at a small size.
+
+    .venv/bin/python scripts/probe.py                        # SQLite and a throwaway PostgreSQL, 3 trials
+    .venv/bin/python scripts/probe.py --trials 20 --size 500 # larger
+    .venv/bin/python scripts/probe.py --pg-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres --json probe.json
+    .venv/bin/python scripts/probe.py --only tokens rebinding --no-pg
+
+Everything goes through the real `memstore` command in subprocesses, the MCP SDK's client and raw
+HTTP (httpx2), and the real LangGraph store: no mocks. Each probe is tried several times (killed and
+concurrent runs: --trials; a bad input: once per variant) and checks what must hold:
+
+- nothing lost: every write a client was told succeeded is live, or archived by a run;
+- nothing corrupted: `memstore check` (PRAGMA integrity_check among its checks) finds nothing, and
+  the command that was killed runs again to its end;
+- a bad input is refused with one line naming file, line and field, exit 1 (or click's usage error
+  for an option), nothing written, no traceback; or it is taken and reads back exactly;
+- a request without the token, or from a DNS-rebinding page, is refused (401, 421, 403);
+- a server scoped to one namespace tells nothing about the others; no password in any output;
+- `export -o` and `backup --force` leave a FIFO or a device node the node it was.
+
+It prints a table (kind of probe | what was tried | times | held | not held), then what did not
+hold, and exits 1 if anything did not hold. PostgreSQL: the server of --pg-url (an admin URL:
+databases are created and dropped there), else a throwaway one started as tests/pgserver.py does,
+else skipped with the reason printed. The modules: probe_runs.py (killed and concurrent runs),
+probe_http.py (the MCP server over HTTP), probe_inputs.py (bad inputs), probe_common.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import probe_http as http  # noqa: E402
+import probe_inputs as inputs  # noqa: E402
+import probe_runs as runs  # noqa: E402
+from probe_common import ROOT, Backend, Tally  # noqa: E402
+
+KILLED, CONCURRENT, DISK, BAD = "killed run", "concurrent runs", "full disk", "bad input"
+
+
+@dataclass
+class Ctx:
+    """What a probe gets: its backend, the prepared stores, a work dir, the trial count, the PG admin URL."""
+
+    backend: Backend
+    bases: runs.Bases
+    work: Path
+    trials: int
+    pg_url: str | None
+
+    def copy(self, label: str, base: str | None = None) -> str:
+        return self.backend.clone(base or self.bases.synced, label)
+
+
+BOTH, SQLITE, PG = ("SQLite", "PostgreSQL"), ("SQLite",), ("PostgreSQL",)
+
+# name: (kind, what was tried, backends, the probe). One function per probe kind, in its module.
+# The listeners' token and Host checks, `--ttl` parsing and the targets of `export -o` do not touch
+# the database, so they run on SQLite only; a SQLite path has no password, so that one is PG's;
+# torture's full disk is SQLite's (a full disk on a PostgreSQL server is the server's to report).
+PROBES: dict[str, tuple[str, str, tuple[str, ...], Callable[[Ctx, Tally], list[Tally] | None]]] = {
+    "kill-sync": (KILLED, "kill -9 during `embeddings sync`", BOTH, lambda c, t: runs.probe_kill_sync(t, c.bases, c.trials)),
+    "kill-import": (KILLED, "kill -9 during `import` of a file with vectors", BOTH, lambda c, t: runs.probe_kill_import(t, c.bases, c.trials)),
+    "kill-maintain": (KILLED, "kill -9 during `maintain` (every phase)", BOTH, lambda c, t: runs.probe_kill_maintain(t, c.bases, c.trials)),
+    "kill-restore": (KILLED, "kill -9 during `restore` of a run", BOTH, lambda c, t: runs.probe_kill_restore(t, c.bases, c.trials)),
+    "maintains": (CONCURRENT, "4 `maintain`s started at once", BOTH, lambda c, t: runs.probe_maintains_at_once(t, c.bases, c.trials)),
+    "writers": (CONCURRENT, "3 writer processes beside a `maintain` loop", BOTH,
+                lambda c, t: runs.probe_writers_beside_maintain(t, c.bases, c.trials)),
+    "http-clients": (CONCURRENT, "MCP over HTTP, 4 clients beside a `maintain` loop", BOTH,
+                     lambda c, t: runs.probe_http_clients_beside_maintain(t, c.bases, c.trials)),
+    "langgraph-ttl": (CONCURRENT, "LangGraph puts with TTL, 3 processes x 3 threads, sweepers, `maintain` loop", BOTH,
+                      lambda c, t: runs.probe_langgraph_ttl(t, c.bases, c.trials)),
+    "disk-full": (DISK, "the job on a disk that fills up halfway", SQLITE, lambda c, t: runs.probe_full_disk(t, c.bases, min(c.trials, 2))),
+    "tokens": (BAD, "token variants: missing, wrong, Basic, prefix, query string, cookie, scheme case, spaces; no token off loopback",
+               SQLITE, lambda c, t: http.probe_tokens(t, c.work, c.copy("tokens"))),
+    "rebinding": (BAD, "Host/Origin rebinding on 127.0.0.1, 127.0.0.2, 127.9.8.7, localhost and 3 spellings of ::1", SQLITE,
+                  lambda c, t: http.probe_rebinding(t, c.work, c.copy("rebinding"))),
+    "garbage": (BAD, "raw JSON-RPC garbage over HTTP and stdio, 50 MB bodies", BOTH,
+                lambda c, t: http.probe_garbage(t, c.work, c.backend, c.copy("garbage"))),
+    "namespaces": (BAD, "remember/show/update/forget(id=…) of ids live, archived, nowhere in another namespace", BOTH,
+                   lambda c, t: http.probe_other_namespaces(t, c.work, c.backend, c.copy("scoped"))),
+    "web": (BAD, "`memstore web --namespace a`: token variants, rebinding Host, no form field, b's ids and runs", BOTH,
+            lambda c, t: http.probe_web(t, c.work, c.backend, c.copy("web"))),
+    "vectors": (BAD, "odd vectors in `import`: widths, other model, NaN, 1e400, 400 digits, empty, wrong types", BOTH,
+                lambda c, t: needs_model(c, t) and inputs.probe_odd_vectors(t, c.work, c.backend, c.copy("vectors", c.bases.enabled_empty), c.bases.vectors_file)),
+    "deep-meta": (BAD, "meta nested 100,000 deep (import, add, LangGraph)", BOTH, lambda c, t: inputs.probe_deep_meta(t, c.work, c.backend, c.copy("deep"))),
+    "time": (BAD, "64-bit time extremes, then every reading and job command", BOTH,
+             lambda c, t: inputs.probe_time_extremes(t, c.work, c.backend, c.copy("time"))),
+    "odd-namespaces": (BAD, "odd namespaces: empty, NUL, 100,000 chars, RTL marks, escapes, surrogate, dot", BOTH,
+                       lambda c, t: inputs.probe_odd_namespaces(t, c.work, c.backend, c.copy("odd-ns"))),
+    "password": (BAD, "a URL with a password through every command (server up and down)", PG,
+                 lambda c, t: inputs.probe_password(t, c.work, c.backend.new("password") if c.backend.is_pg else None)),
+    "ttl-digits": (BAD, "`--ttl ١٢s` and other non-ASCII digits in --ttl and --expires-at", SQLITE,
+                   lambda c, t: inputs.probe_ttl_digits(t, c.work, c.backend, c.copy("ttl"))),
+    "targets": (BAD, "`export -o` and `backup --force` into a FIFO, `export -o` a symlink", SQLITE, lambda c, t: probe_targets(c, t)),
+}
+
+
+def needs_model(ctx: Ctx, tally: Tally) -> bool:
+    if not ctx.bases.model_dir:
+        tally.skipped = "no embedding model (--model-dir)"
+    return ctx.bases.model_dir is not None
+
+
+def probe_targets(ctx: Ctx, tally: Tally) -> list[Tally]:
+    """The FIFO and symlink row, and the device node's own row (root only)."""
+    device = Tally(BAD, "`export -o` and `backup --force` into a device node (os.mknod)", ctx.backend.name)
+    inputs.probe_special_targets(tally, device, ctx.work, ctx.backend, ctx.copy("targets"))
+    return [device]
+
+
+def start_postgres(given: str | None, log) -> tuple[str | None, object | None, str | None]:
+    """(admin URL, server to stop, why skipped)."""
+    if given:
+        return given, None, None
+    try:
+        from tests.pgserver import start_temp_postgres
+
+        server = start_temp_postgres()
+        log(f"[probe] throwaway PostgreSQL at {server.url()} ({server.bin_dir})")
+        return server.url(), server, None
+    except Exception as exc:
+        return None, None, f"no PostgreSQL: {type(exc).__name__}: {exc}"
+
+
+def run(names: list[str], backends: list[Backend], *, trials: int, size: int, model_dir: Path | None, pg_url: str | None, log) -> list[Tally]:
+    tallies: list[Tally] = []
+    for backend in backends:
+        bases = runs.Bases(backend, backend.work, size, model_dir)
+        ctx = Ctx(backend, bases, backend.work, trials, pg_url)
+        for name in names:
+            kind, what, where, probe = PROBES[name]
+            # The password probe needs no store of its own: with no server it runs (server down) beside SQLite.
+            if backend.name not in where and not (name == "password" and not pg_url):
+                continue
+            tally = Tally(kind, what if pg_url or name != "password" else what.replace("up and ", ""), "PostgreSQL" if name == "password" else backend.name)
+            log(f"[probe] {tally.backend}: {name} ...")
+            began, extra = time.monotonic(), []
+            try:
+                extra = probe(ctx, tally) or []
+            except Exception as exc:  # a probe that could not run is a failure, reported like the others
+                import traceback
+
+                tally.trial(f"the probe itself failed: {type(exc).__name__}: {exc}")
+                log(traceback.format_exc())
+            tally.seconds = time.monotonic() - began
+            for t in (tally, *extra):
+                log(f"[probe] {t.backend}: {name}: {t.held}/{t.times} held{f' ({t.skipped})' if t.skipped else ''} in {tally.seconds:.0f} s")
+                tallies.append(t)
+    return tallies
+
+
+def format_table(tallies: list[Tally]) -> str:
+    lines = ["| kind of probe | what was tried | times | held | not held |", "|---|---|---:|---:|---:|"]
+    for t in tallies:
+        what = f"{t.what} ({t.backend})" + (f" — {t.skipped}" if t.skipped else "")
+        lines.append(f"| {t.kind} | {what} | {t.times} | {t.held} | {t.times - t.held} |")
+    total = sum(t.times for t in tallies)
+    lines.append(f"| **all** | | **{total}** | **{sum(t.held for t in tallies)}** | **{total - sum(t.held for t in tallies)}** |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "_putter":
+        return runs.child_putter(argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, default=3, help="times each killed or concurrent run is tried (default: %(default)s)")
+    parser.add_argument("--size", type=int, default=60, help="memories in the prepared stores (default: %(default)s)")
+    parser.add_argument("--only", nargs="+", choices=list(PROBES), metavar="NAME", help=f"only these probes: {', '.join(PROBES)}")
+    parser.add_argument("--pg-url", help="an admin URL of a PostgreSQL server with pgvector (default: start a throwaway one)")
+    parser.add_argument("--no-pg", action="store_true", help="SQLite only")
+    default_model = os.environ.get("MEMSTORE_TEST_MODEL_DIR") or str(ROOT / ".model-cache" / "minilm")
+    parser.add_argument("--model-dir", default=default_model, help="the embedding model (default: %(default)s)")
+    parser.add_argument("--json", help="write the figures here as JSON")
+    parser.add_argument("--workdir", help="keep the stores and logs here (default: a temp dir, removed)")
+    args = parser.parse_args(argv)
+    log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+
+    model_dir = Path(args.model_dir) if Path(args.model_dir, "model.onnx").exists() else None
+    if model_dir is None:
+        print(f"skipped: vectors ({args.model_dir} holds no model): sync, import with vectors and odd vectors")
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="memstore-probe-"))
+    work.mkdir(parents=True, exist_ok=True)
+    names = args.only or list(PROBES)
+    started, began = datetime.now(timezone.utc), time.monotonic()
+    pg_url, server, why = (None, None, "--no-pg") if args.no_pg else start_postgres(args.pg_url, log)
+    if why:
+        print(f"skipped: PostgreSQL ({why})")
+    backends = [Backend("SQLite", work / "sqlite")] + ([Backend("PostgreSQL", work / "postgresql", pg_url)] if pg_url else [])
+    for backend in backends:
+        backend.work.mkdir(parents=True, exist_ok=True)
+    try:
+        # The backends side by side (their stores, ports and work dirs are their own): half the wait.
+        with ThreadPoolExecutor(len(backends)) as pool:
+            done = pool.map(lambda b: run(names, [b], trials=args.trials, size=args.size, model_dir=model_dir, pg_url=pg_url, log=log), backends)
+            tallies = [tally for part in done for tally in part]
+    finally:
+        for backend in backends:
+            backend.close()
+        if server is not None:
+            server.stop()
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    held = all(t.held == t.times for t in tallies)
+    seconds = time.monotonic() - began
+    print(format_table(tallies))
+    for t in tallies:
+        for problem in t.problems if t.held < t.times else []:
+            print(f"NOT HELD  {t.kind}: {t.what} ({t.backend}) {problem}")
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    print(f"\n{'ALL HELD' if held else 'NOT ALL HELD'}: {sum(t.times for t in tallies)} tries in {seconds:.0f} s "
+          f"(--trials {args.trials} --size {args.size}, commit {commit or '?'}, Python {platform.python_version()})")  # fmt: skip
+    if args.json:
+        document = {"started": started.isoformat(timespec="seconds"), "seconds": round(seconds, 1), "commit": commit, "held": held,
+                    "trials": args.trials, "size": args.size, "postgresql": pg_url is not None, "probes": [t.as_dict() for t in tallies]}  # fmt: skip
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return 0 if held else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
