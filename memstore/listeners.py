@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 from typing import Any
 
 from .errors import MemstoreError
@@ -46,6 +47,18 @@ def loopback_names(host: str, port: int) -> list[str]:
         names |= {address.compressed, address.exploded}
     bracketed = sorted(f"[{name}]" if ":" in name else name for name in names)
     return [f"{name}:{port}" for name in bracketed] + (bracketed if port == 80 else [])
+
+
+class WithoutQueryString(logging.Filter):
+    """Drops the query string from uvicorn's access log lines: a client that puts a token or a
+    search in the address (`?token=...`) must not have it written to a log file. The path stays."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # uvicorn's access record: (client, method, path with query string, HTTP version, status).
+        if isinstance(record.args, tuple) and len(record.args) == 5 and isinstance(record.args[2], str):
+            client, method, path, version, status = record.args
+            record.args = (client, method, path.partition("?")[0] + ("?…" if "?" in path else ""), version, status)
+        return True
 
 
 class BearerTokenGate:
@@ -89,4 +102,4 @@ def checked_token(token: str | None) -> str | None:
     return token
 
 
-__all__ = ["BearerTokenGate", "checked_token", "is_loopback", "loopback_names", "parse_address"]
+__all__ = ["BearerTokenGate", "WithoutQueryString", "checked_token", "is_loopback", "loopback_names", "parse_address"]

@@ -132,7 +132,8 @@ def test_every_tool_is_one_store_call_and_the_store_holds_what_the_tools_said(tm
     assert retried == {**first, "status": "unchanged"}
     assert copy["status"] == "created" and copy["same_key_ids"] == [r1] and copy["norm_key"] == first["norm_key"]
     assert {hit["id"] for hit in hits} == {r1, copy["id"]}
-    assert set(hits[0]) == {"id", "text", "importance", "timestamp", "score", "found_by"} and hits[0]["found_by"] == ["lexical"]
+    assert set(hits[0]) == {"id", "text", "importance", "timestamp", "score", "found_by", "open_flag"} and hits[0]["found_by"] == ["lexical"]
+    assert hits[0]["open_flag"] is None
     assert updated["supersedes"] == other["id"] and updated["id"] != other["id"] and updated["run_id"] >= 1
     assert shown["memory"]["text"] == "Deploys happen on Thursdays." and shown["memory"]["pinned"]
     assert [version["id"] for version in shown["history"]] == [other["id"], updated["id"]]
@@ -357,8 +358,9 @@ def test_http_needs_the_bearer_token(tmp_path):
             httpx2.post(url, json=initialize, headers={**headers, "Authorization": "Bearer wrong-token"}, timeout=10),
             httpx2.post(url, json=initialize, headers={**headers, "Authorization": token}, timeout=10),
             httpx2.get(f"http://127.0.0.1:{port}/anything-else", timeout=10),
+            httpx2.post(f"{url}?token={token}", json=initialize, headers=headers, timeout=10),  # not how a token travels
         ]
-        assert [response.status_code for response in refused] == [401] * 4
+        assert [response.status_code for response in refused] == [401] * 5
         assert refused[0].headers["www-authenticate"].startswith("Bearer")
 
         async def scenario():
@@ -382,6 +384,7 @@ def test_http_needs_the_bearer_token(tmp_path):
     log_text = (tmp_path / "server.log").read_text()
     assert "bearer token required" in log_text and token not in log_text
     assert '"POST /mcp HTTP/1.1" 401' in log_text  # uvicorn's access log, on stderr like every log
+    assert '"POST /mcp?… HTTP/1.1" 401' in log_text  # a query string is never logged: it may hold a token
     assert (tmp_path / "stdout.txt").read_text() == ""
 
 

@@ -15,7 +15,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from ..defaults import DEFAULT_NAMESPACE
 from ..errors import MemstoreError
-from ..listeners import BearerTokenGate, checked_token, is_loopback, loopback_names, parse_address
+from ..listeners import BearerTokenGate, WithoutQueryString, checked_token, is_loopback, loopback_names, parse_address
 from ..store import MemoryStore
 from .tools import create_server
 
@@ -41,6 +41,8 @@ def _uvicorn_log_config() -> dict[str, Any]:
 
     config = copy.deepcopy(LOGGING_CONFIG)
     config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    config.setdefault("filters", {})["without_query_string"] = {"()": WithoutQueryString}
+    config["handlers"]["access"]["filters"] = ["without_query_string"]
     return config
 
 
