@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from .errors import MemstoreError
+
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
 
@@ -119,6 +121,9 @@ def replaced_privately(path: str | os.PathLike[str], *, encoding: str = "utf-8",
             yield node
         return
     target = followed(path)
+    if not target.parent.is_dir():
+        # Named here: the first file the write would create is the partial one, a name of ours.
+        raise MemstoreError(f"{target.parent} does not exist (the folder to write {target.name} in)")
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     fd = _create_exclusive(partial, os.O_WRONLY)
     if fd is None:

@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, insert, or_, select, union, update
+from sqlalchemy import Connection, insert, or_, select, union, update
 
 from .db import rows_in
+from .flag_lifecycle import close_flags, move_flags, unmove_flags
 from .errors import IdConflictError, MemstoreError, ValidationError, memory_not_found
 from .records import memory_state, new_id, now_ms, prepare_row, same_json
 from .runs import ARCHIVE_FIELDS, ArchivedEntry, archive_ids, archived_entries, insert_run, lock_jobs, superseded_chain
@@ -99,6 +100,7 @@ def forget_in_transaction(
     scope = namespace if namespace is not None else _one_namespace(rows.values())
     run_id = _start_run(conn, "forget", scope, len(unique), 0, {"reason": reason} if reason else {}, now)
     archive_ids(conn, unique, "forgotten", None, run_id, now)
+    close_flags(conn, run_id, now)
     return LifecycleReport("forget", run_id, scope, archived_entries(conn, run_id))
 
 
@@ -145,7 +147,9 @@ def update_in_transaction(
     if taken is not None:
         raise IdConflictError(f"update {memory_id}: field 'new_id': {new_row['id']!r} already names a memory")
     new_row["seq"] = conn.execute(insert(memories).returning(memories.c.seq), new_row).scalar_one()
-    params = {"by": new_row["id"], "changes": given}
+    # The old version's flags move to the new one; the run records which, for its restore.
+    moved = move_flags(conn, memory_id, new_row["id"], text_changed=new_row["text"] != old["text"])
+    params = {"by": new_row["id"], "changes": given, **({"flags": moved} if moved else {})}
     run_id = _start_run(conn, "update", old["namespace"], 1, 0, params, now)
     archive_ids(conn, [memory_id], "superseded", new_row["id"], run_id, now)
     report = LifecycleReport("update", run_id, old["namespace"], archived_entries(conn, run_id), [new_row["id"]])
@@ -189,11 +193,9 @@ def supersede_in_transaction(conn: Connection, old_id: str, by: str, namespace: 
         raise ValidationError(f"supersede {old_id}", "by", f"{by!r} has expired; the memory that is current must be visible")
     run_id = _start_run(conn, "supersede", rows[old_id]["namespace"], 2, 1, {"by": by}, now)
     archive_ids(conn, [old_id], "superseded", by, run_id, now)
-    # This is how a person resolves a contradiction flag on the pair (restore opens it again).
-    pair = or_(and_(flags.c.older_id == old_id, flags.c.newer_id == by), and_(flags.c.older_id == by, flags.c.newer_id == old_id))
-    conn.execute(
-        update(flags).where(pair, flags.c.status == "open").values(status="resolved", closed_at=now, closed_by_run=run_id)
-    )
+    # This is how a person resolves a contradiction flag on the pair (restore opens it again); the
+    # other flags of `old_id` close with it.
+    close_flags(conn, run_id, now)
     return LifecycleReport("supersede", run_id, rows[old_id]["namespace"], archived_entries(conn, run_id))
 
 
@@ -206,6 +208,7 @@ def undo_update(conn: Connection, run_id: int, params: Mapping[str, Any] | None)
     restored version takes its counts; the change itself stays recorded in the run's params.
     """
     written = (params or {}).get("by")
+    moved = (params or {}).get("flags", [])
     row = conn.execute(select(memories).where(memories.c.id == written)).mappings().first()
     if row is None:
         gone = conn.execute(select(archive.c.reason, archive.c.run_id).where(archive.c.id == written)).first()
@@ -218,7 +221,7 @@ def undo_update(conn: Connection, run_id: int, params: Mapping[str, Any] | None)
     leaning_runs = union(
         select(archive.c.run_id).where(archive.c.superseded_by == written, archive.c.run_id != run_id),
         select(merges.c.run_id).where(merges.c.survivor_id == written, merges.c.run_id != run_id),
-        select(flags.c.run_id).where(or_(flags.c.older_id == written, flags.c.newer_id == written)),
+        select(flags.c.run_id).where(or_(flags.c.older_id == written, flags.c.newer_id == written), flags.c.id.not_in(moved)),
     ).subquery()
     leaning = conn.execute(
         select(leaning_runs.c.run_id)
@@ -232,9 +235,11 @@ def undo_update(conn: Connection, run_id: int, params: Mapping[str, Any] | None)
     return written, {"recall_count": row["recall_count"], "last_recalled_at": row["last_recalled_at"]}
 
 
-def retire_update(conn: Connection, run_id: int, written: str, restored: str, now: int) -> None:
+def retire_update(conn: Connection, run_id: int, params: Mapping[str, Any], written: str, restored: str, now: int) -> None:
     """Archive the version an update wrote, once its restore has brought the old one back, as
-    superseded by it: the version was live for a while, and what was live then stays answerable."""
+    superseded by it: the version was live for a while, and what was live then stays answerable.
+    The flags the update moved onto that version move back."""
+    unmove_flags(conn, params.get("flags", []), written, restored)
     archive_ids(conn, [written], "superseded", restored, run_id, now)
 
 

@@ -4,7 +4,10 @@
 
 A phase that fails is reported and the others still run, except the phases that need its result,
 which are skipped (a failed `check` skips every phase that writes: a damaged store is not one to
-change). `expire` archives the memories whose lifetime has ended before any rule ranks the rest
+change). A phase that changes nothing (archives nothing, flags nothing) records no run, so `memstore
+runs` lists only what changed the store; how far it compared is kept for the next run of its kind
+(memstore.runs.drop_empty_run). The stale phase archives only when asked (`stale=True`, `maintain
+--stale`); otherwise it is skipped: maintenance never takes idle memories away unasked. `expire` archives the memories whose lifetime has ended before any rule ranks the rest
 (the phases that rank need it; every job also does so first, so a phase run alone never ranks an
 expired memory). `verify` always runs. A dry run executes every phase in one transaction, each
 phase in a savepoint, and rolls the whole back: it shows exactly what the real run, phase after
@@ -28,6 +31,7 @@ from .integrity import check_store
 from .recall import CheckRanking, Recall
 from .recall_checks import run_checks
 from .records import now_ms
+from .runs import drop_empty_run
 from .semantic.phases import contradict_in_transaction, semantic_in_transaction
 from .semantic.vectors import model_of
 from .validate import check_capacity, check_days, check_fraction
@@ -71,6 +75,11 @@ class MaintainReport:
     def ok(self) -> bool:
         return all(phase.status != "failed" for phase in self.phases)
 
+    @property
+    def new_flags(self) -> list[dict[str, Any]]:
+        """The contradiction flags this run raised (a dry run: would raise), for a person to settle."""
+        return [flag for phase in self.phases for flag in phase.flags]
+
     def to_dict(self) -> dict[str, Any]:
         return {"dry_run": self.dry_run, "ok": self.ok, "phases": [phase.to_dict() for phase in self.phases]}
 
@@ -101,6 +110,7 @@ class Options:
     stale_threshold: float
     min_age_days: int
     check_mode: str | None = None  # how recall checks rank (None: as recall does by default)
+    stale: bool = False  # whether the stale phase archives (else it is skipped)
 
     def __post_init__(self) -> None:
         # Checked before any phase runs: each phase commits on its own.
@@ -112,7 +122,8 @@ class Options:
         check_days(self.min_age_days, "min_age_days")
 
 
-def _job_result(result: PhaseResult, report) -> None:
+def _job_result(conn: Connection, result: PhaseResult, report) -> None:
+    drop_empty_run(conn, report)  # a phase that changed nothing records no run
     result.run_id = report.run_id
     result.archived = [entry.__dict__ for entry in report.archived]
     result.counts = {"live_before": report.live_before, "kept": report.kept_count}
@@ -158,13 +169,13 @@ def _phase_check(context: Context, conn: Connection | None, result: PhaseResult)
 
 def _phase_expire(context: Context, conn: Connection, result: PhaseResult) -> None:
     options = context.options
-    _job_result(result, expire_in_transaction(conn, options.namespace, now_ms(), dry_run=options.dry_run))
+    _job_result(conn, result, expire_in_transaction(conn, options.namespace, now_ms(), dry_run=options.dry_run))
 
 
 def _phase_dedup(context: Context, conn: Connection, result: PhaseResult) -> None:
     options = context.options
     report = consolidate_in_transaction(conn, 0, options.namespace, now_ms(), dry_run=options.dry_run, stages=("dedup",))
-    _job_result(result, report)
+    _job_result(conn, result, report)
 
 
 def _phase_evict(context: Context, conn: Connection, result: PhaseResult) -> None:
@@ -172,7 +183,7 @@ def _phase_evict(context: Context, conn: Connection, result: PhaseResult) -> Non
     if options.capacity is None:
         raise _Skip("no --capacity given")
     report = consolidate_in_transaction(conn, options.capacity, options.namespace, now_ms(), dry_run=options.dry_run, stages=("evict",))
-    _job_result(result, report)
+    _job_result(conn, result, report)
 
 
 def _phase_stale(context: Context, conn: Connection, result: PhaseResult) -> None:
@@ -182,7 +193,7 @@ def _phase_stale(context: Context, conn: Connection, result: PhaseResult) -> Non
         conn, options.namespace, now, as_of=now, stale_threshold=options.stale_threshold,
         min_age_days=options.min_age_days, dry_run=options.dry_run, stages=("stale",),
     )  # fmt: skip
-    _job_result(result, report)
+    _job_result(conn, result, report)
 
 
 def _embeddings_ready(context: Context) -> None:
@@ -195,12 +206,18 @@ def _embeddings_ready(context: Context) -> None:
         context.embeddings.sync()
 
 
+def _stale_asked(context: Context) -> None:
+    """Before the stale phase's transaction: it archives idle memories only when asked."""
+    if not context.options.stale:
+        raise _Skip("archives nothing unless asked (--stale)")
+
+
 def _phase_semantic(context: Context, conn: Connection, result: PhaseResult) -> None:
     options = context.options
     if options.dry_run:
         context.embeddings.sync(conn=conn)  # rolled back with the dry run
     report = semantic_in_transaction(conn, options.namespace, now_ms(), dry_run=options.dry_run, **_thresholds(options))
-    _job_result(result, report)
+    _job_result(conn, result, report)
 
 
 def _phase_contradict(context: Context, conn: Connection, result: PhaseResult) -> None:
@@ -208,7 +225,7 @@ def _phase_contradict(context: Context, conn: Connection, result: PhaseResult) -
     if options.dry_run:
         context.embeddings.sync(conn=conn)
     report = contradict_in_transaction(conn, options.namespace, now_ms(), dry_run=options.dry_run, **_thresholds(options))
-    _job_result(result, report)
+    _job_result(conn, result, report)
 
 
 def _phase_verify(context: Context, conn: Connection | None, result: PhaseResult) -> None:
@@ -248,7 +265,7 @@ RUNNERS: dict[str, Callable] = {
     "stale": _phase_stale, "evict": _phase_evict, "verify": _phase_verify,
 }  # fmt: skip
 # What runs before a phase's transaction (and may skip it).
-PREPARE: dict[str, Callable] = {"semantic": _embeddings_ready, "contradict": _embeddings_ready, "verify": _checks_ready}
+PREPARE: dict[str, Callable] = {"semantic": _embeddings_ready, "contradict": _embeddings_ready, "stale": _stale_asked, "verify": _checks_ready}
 # Phases that only read: in a real run they hold no write transaction.
 READ_ONLY = ("check", "verify")
 

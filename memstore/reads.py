@@ -9,11 +9,12 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, Table, exists, func, not_, select, union_all
 
-from .errors import ValidationError, memory_not_found
+from .errors import NotFoundError, ValidationError, memory_not_found
 from .lookups import stored_rows
 from .records import now_ms
 from .schema import MEMORY_COLUMNS, RANK_ORDER, memories, rank_order, unexpired
 from .schema import consolidation_runs as runs
+from .schema import contradiction_flags as flags
 from .schema import memory_archive as archive
 from .schema import memory_gaps as gaps
 
@@ -125,8 +126,51 @@ def rows_at(
 
 
 def run_rows(conn: Connection, limit: int | None) -> list[dict[str, Any]]:
-    """Runs, newest first."""
-    return [dict(row) for row in conn.execute(select(runs).order_by(runs.c.id.desc()).limit(limit)).mappings()]
+    """Runs, newest first, each with `did` (what_it_did)."""
+    rows = [dict(row) for row in conn.execute(select(runs).order_by(runs.c.id.desc()).limit(limit)).mappings()]
+    ids = [row["id"] for row in rows]
+    raised, settled = ({}, {}) if not ids else (
+        dict(conn.execute(select(column, func.count()).where(column.in_(ids)).group_by(column)).all())
+        for column in (flags.c.run_id, flags.c.closed_by_run)
+    )  # fmt: skip
+    for row in rows:
+        row["did"] = what_it_did(row, raised.get(row["id"], 0), settled.get(row["id"], 0))
+    return rows
+
+
+def what_it_did(run: dict[str, Any], raised: int, settled: int) -> dict[str, int]:
+    """What a run changed, the counts that are not zero, from its row and the flags it raised and
+    settled: expired, duplicates (merged for a semantic run), evicted, stale, forgotten, updated,
+    superseded, dismissed, flagged, flags_settled."""
+    kind, params = run["kind"], run["params"] or {}
+    did = {"expired": run["expired"], "merged" if kind == "semantic" else "duplicates": run["duplicates"],
+           "evicted": run["evicted"], "stale": run["stale"]}  # fmt: skip
+    if kind in ("forget", "update", "supersede"):
+        did = {"forget": {"forgotten": run["live_before"]}, "update": {"updated": 1}, "supersede": {"superseded": 1}}[kind]
+    if kind == "dismiss":
+        return {"dismissed": 1}
+    # A restored contradict run's flags are gone; its params still count them.
+    did.update(flagged=max(raised, params.get("flagged", 0)), flags_settled=settled)
+    return {name: count for name, count in did.items() if count}
+
+
+def run_whole(conn: Connection, run_id: int) -> dict[str, Any]:
+    """One run: its row with `did`, what it archived, by namespace, reason and id (`archived`; after a
+    restore, `restored` names what went back), the flags it raised and the flags it settled."""
+    row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
+    if row is None:
+        raise NotFoundError(f"no run {run_id}; `memstore runs` lists them")
+    columns = (archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by, archive.c.similarity)
+    archived = conn.execute(select(*columns).where(archive.c.run_id == run_id).order_by(archive.c.namespace, archive.c.reason, archive.c.id))
+    restored = conn.execute(select(gaps.c.memory_id).where(gaps.c.run_id == run_id).distinct().order_by(gaps.c.memory_id)).scalars()
+    raised, settled = (
+        [dict(flag) for flag in conn.execute(select(flags).where(column == run_id).order_by(flags.c.id)).mappings()]
+        for column in (flags.c.run_id, flags.c.closed_by_run)
+    )  # fmt: skip
+    run = dict(row)
+    run["did"] = what_it_did(run, len(raised), len(settled))
+    return {**run, "archived": [dict(entry._mapping) for entry in archived], "restored": list(restored),
+            "flags_raised": raised, "flags_settled": settled}  # fmt: skip
 
 
 def namespace_names(conn: Connection) -> list[str]:

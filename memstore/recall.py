@@ -20,6 +20,7 @@ from .errors import MemstoreError, ValidationError
 from .fulltext import query_words, recall_rows, recall_rows_and_counts, touch
 from .records import now_ms
 from .schema import is_unexpired, memories
+from .semantic.flags import open_flag_marks
 from .semantic.fusion import LEXICAL, SEMANTIC, Candidate, Fused, fuse, judged, word_weights
 from .semantic.vector_file import search
 from .semantic.vectors import NamespaceVectors, cosines, has_vectors, require_model
@@ -42,6 +43,14 @@ def touched(conn: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]
     return [dict(row, recall_count=row["recall_count"] + 1, last_recalled_at=now) for row in rows]
 
 
+def answered(conn: Connection, rows: list[dict[str, Any]], touch: bool = False) -> list[dict[str, Any]]:
+    """Recall's answer as a caller gets it: touched if asked, and each row with `open_flag`, the
+    open contradiction flag it is a side of ({"id", "other_id"}) or None."""
+    rows = touched(conn, rows) if touch else rows
+    marks = open_flag_marks(conn, [row["id"] for row in rows])
+    return [dict(row, open_flag=marks.get(row["id"])) for row in rows]
+
+
 class Recall:
     """Recall over one store's engine; `query_vector(text)` embeds a query with the store's model."""
 
@@ -59,19 +68,17 @@ class Recall:
         return write_transaction(self.engine) if touch else read_transaction(self.engine)
 
     def recall(self, query: str, k: int, namespace: str, *, touch: bool, mode: str | None) -> list[dict[str, Any]]:
-        """The k best live memories of `namespace`, best first, each with `score` and `found_by`;
-        touched (recall_count + 1) unless `touch` is False. See MemoryStore.recall for the modes."""
+        """The k best live memories of `namespace`, best first, each with `score`, `found_by` and
+        `open_flag`; touched (recall_count + 1) unless `touch` is False. See MemoryStore.recall for the modes."""
         validate_mode(mode)
         if mode is None or mode == "lexical":
             # The common case, a store without vectors, is answered in one transaction.
             with self._transaction(touch) as conn:
                 if mode == "lexical" or not has_vectors(conn):
-                    rows = self.ranked_rows(conn, query, k, namespace, "lexical", None)
-                    return touched(conn, rows) if touch else rows
+                    return answered(conn, self.ranked_rows(conn, query, k, namespace, "lexical", None), touch)
         chosen, vectors = self._embedded([query], mode)
         with self._transaction(touch) as conn:
-            rows = self.ranked_rows(conn, query, k, namespace, chosen, vectors.get(query))
-            return touched(conn, rows) if touch else rows
+            return answered(conn, self.ranked_rows(conn, query, k, namespace, chosen, vectors.get(query)), touch)
 
     def recall_as_of(self, query: str, k: int, namespace: str, at: int, *, mode: str | None) -> list[dict[str, Any]]:
         """Recall's answer among the memories of `namespace` live at `at` (memstore.as_of), in the
@@ -86,7 +93,7 @@ class Recall:
             if wanted != "lexical":
                 chosen, vectors = self._embedded([query], mode)
         with read_transaction(self.engine) as conn:
-            return ranked_at(conn, query, k, namespace, at, chosen, vectors.get(query), fusion_depth(k))
+            return answered(conn, ranked_at(conn, query, k, namespace, at, chosen, vectors.get(query), fusion_depth(k)))
 
     def ranked_rows(
         self, conn: Connection, query: str, k: int, namespace: str, mode: str, query_vector: Any

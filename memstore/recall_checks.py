@@ -9,13 +9,15 @@ back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
+from .db import write_transaction
 from .defaults import DEFAULT_NAMESPACE
+from .errors import RecallCheckError
 from .fulltext import recall_rows
 from .runs import superseded_chain
 
@@ -71,3 +73,19 @@ def run_checks(
             CheckResult(check["query"], check["expect_id"], namespace, resolved, top_ids, resolved in top_ids, ranking.mode)
         )
     return results
+
+
+def checked_job(engine: Engine, apply: Callable[[Connection], Any], dry_run: bool, checks, k: int, ranking: Ranking | None) -> Any:
+    """Apply a job (`apply(conn)` returns its report) in one write transaction, run the recall checks
+    against its result, and keep it only if it is real and every check passes (a failed check raises
+    RecallCheckError, with the report)."""
+    with write_transaction(engine, defer_checkpoint=True) as conn:
+        report = apply(conn)
+        if checks:
+            report.checks = run_checks(conn, checks, k, ranking)
+        failed = any(not check.passed for check in report.checks)
+        if dry_run or failed:
+            conn.get_transaction().rollback()
+    if failed and not dry_run:
+        raise RecallCheckError(report)
+    return report

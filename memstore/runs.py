@@ -8,6 +8,7 @@ Everything here runs on a connection the caller holds inside one write transacti
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,10 +17,11 @@ from sqlalchemy import Connection, Float, bindparam, case, delete, false, func, 
 
 from . import vector_index
 from .db import chunked, rows_in
+from .flag_lifecycle import close_flags
 from .lookups import stored_rows
 from .live_counts import LiveCount
 from .records import now_ms
-from .schema import MEMORY_COLUMNS, RANK_ORDER, memories
+from .schema import MEMORY_COLUMNS, RANK_ORDER, memories, memstore_settings
 from .schema import consolidation_runs as runs
 from .schema import memory_archive as archive
 from .schema import memory_merges as merges
@@ -167,6 +169,7 @@ def finish_run(
     """Fill the report from what the run archived and what is left, and record its counts."""
     scope = [] if report.namespace is None else [memories.c.namespace == report.namespace]
     report.archived = archived_entries(conn, run_id)
+    close_flags(conn, run_id, report.started_at)  # a flag follows its memories out of the live set
     if list_kept:
         # Pinned as the stages class it (not `pinned = 0`), not by the value's Python truth: a
         # shell '' is pinned to the stages but False once read back as a bool.
@@ -198,6 +201,50 @@ def finish_run(
         )
     )  # fmt: skip
     return report
+
+
+# -- a maintain phase that changed nothing ------------------------------------------------------
+
+# memstore_settings keys under which such a phase keeps how far it compared (its marks), which the
+# next run of its kind reads past: "compared:KIND" for every namespace, "compared:KIND:NAMESPACE".
+MARKS_PREFIX = "compared:"
+
+
+def _marks_key(kind: str, namespace: str | None) -> str:
+    return f"{MARKS_PREFIX}{kind}" if namespace is None else f"{MARKS_PREFIX}{kind}:{namespace}"
+
+
+def drop_empty_run(conn: Connection, report: ConsolidationReport) -> bool:
+    """Take back the run of a maintain phase that archived nothing and flagged nothing, so `memstore
+    runs` lists only runs that changed something. What the next run of its kind reads past (a
+    Stage 1 high-water mark; how far the semantic phases compared) is kept in memstore_settings."""
+    if report.run_id is None or report.archived or getattr(report, "flags", None):
+        return False
+    row = conn.execute(select(runs.c.kind, runs.c.namespace, runs.c.params, runs.c.high_water_seq).where(runs.c.id == report.run_id)).one()
+    params = row.params or {}
+    marks = {name: params[name] for name in ("seq_through", "vectors_through") if name in params}
+    if row.high_water_seq is not None:
+        marks["high_water_seq"] = row.high_water_seq
+    if marks:
+        key = _marks_key(row.kind, row.namespace)
+        conn.execute(delete(memstore_settings).where(memstore_settings.c.key == key))
+        conn.execute(insert(memstore_settings).values(key=key, value=json.dumps(marks, sort_keys=True)))
+    conn.execute(delete(runs).where(runs.c.id == report.run_id))
+    report.run_id = None
+    return True
+
+
+def saved_marks(conn: Connection, kind: str, namespace: str) -> list[dict[str, Any]]:
+    """The marks phases of `kind` that changed nothing kept for `namespace` (run over it, or over
+    every namespace)."""
+    keys = [_marks_key(kind, namespace), _marks_key(kind, None)]
+    values = conn.execute(select(memstore_settings.c.value).where(memstore_settings.c.key.in_(keys))).scalars()
+    return [json.loads(value) for value in values]
+
+
+def forget_saved_marks(conn: Connection, kind: str) -> None:
+    """Restoring a run of `kind` makes the next one compare from the last run still applied."""
+    conn.execute(delete(memstore_settings).where(memstore_settings.c.key.startswith(f"{MARKS_PREFIX}{kind}", autoescape=True)))
 
 
 # -- moving rows --------------------------------------------------------------------------------
@@ -343,14 +390,18 @@ def max_seq(conn: Connection) -> int:
 
 
 def high_water_mark(conn: Connection, namespace: str) -> int | None:
-    """The high-water mark of the last run whose Stage 1 covered `namespace`; None if there was none."""
-    return conn.execute(
+    """The high-water mark of the last run whose Stage 1 covered `namespace` (or of a dedup phase
+    that found nothing, which recorded no run); None if there was none."""
+    recorded = conn.execute(
         select(func.max(runs.c.high_water_seq)).where(
             or_(runs.c.namespace == namespace, runs.c.namespace.is_(None)),
             runs.c.high_water_seq.is_not(None),
             runs.c.kind.in_(STAGE1_KINDS),
         )
     ).scalar_one()
+    marks = [recorded, *(marks.get("high_water_seq") for marks in saved_marks(conn, "dedup", namespace))]
+    known = [mark for mark in marks if mark is not None]
+    return max(known) if known else None
 
 
 # -- versions -----------------------------------------------------------------------------------

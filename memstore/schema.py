@@ -55,12 +55,14 @@ INT64_INTEGER = BigInteger().with_variant(Integer, "sqlite")
 # same fact said in other words (semantic_duplicate), and the end of its lifetime (expired).
 ARCHIVE_REASONS = ("duplicate", "evicted", "stale", "manual", "forgotten", "superseded", "semantic_duplicate", "expired")
 RUN_STATUSES = ("applied", "restored")
-RUN_KINDS = ("consolidate", "prune", "forget", "update", "supersede", "dedup", "evict", "stale", "semantic", "contradict", "expire")
+RUN_KINDS = ("consolidate", "prune", "forget", "update", "supersede", "dedup", "evict", "stale", "semantic", "contradict", "expire", "dismiss")
 # The time columns every memory row ends with, live or archived (added by revision 0009, after the
 # others): when it stops being visible (None: never), and when it entered memstore (None for a row
 # written before revision 0009 or in the sqlite3 shell: its created_at stands in).
 TIME_COLUMNS = ("expires_at", "stored_at")
 FLAG_STATUSES = ("open", "resolved", "dismissed")
+# How a flag was settled: the archive reason of the side that left the live set, or a dismissal.
+FLAG_VERDICTS = (*ARCHIVE_REASONS, "dismissed")
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
@@ -211,7 +213,8 @@ Index("ix_memory_vectors_model", memory_vectors.c.model, memory_vectors.c.embedd
 
 # Pairs of memories that may contradict each other, for a person to resolve (`memstore supersede`)
 # or dismiss; never resolved by a job. `older_id` / `newer_id` by (timestamp, id): the newer side is
-# probably current.
+# probably current. A flag follows its memories (memstore.flag_lifecycle): it closes when a side
+# leaves the live set and moves to the new version when a side is updated.
 contradiction_flags = Table(
     "contradiction_flags",
     metadata,
@@ -225,11 +228,18 @@ contradiction_flags = Table(
     Column("run_id", Integer, ForeignKey("consolidation_runs.id"), nullable=False, index=True),
     Column("flagged_at", BigInteger, nullable=False),
     Column("closed_at", BigInteger),
-    # The supersede run that resolved it; restoring that run opens the flag again.
+    # The run that settled it (a supersede, a forget, a job, a dismissal); restoring that run opens
+    # the flag again.
     Column("closed_by_run", Integer),
+    # How it was settled (revision 0012): the archive reason of the side that left (FLAG_VERDICTS),
+    # or "dismissed"; NULL while open.
+    Column("verdict", Text),
     UniqueConstraint("older_id", "newer_id"),
     CheckConstraint(_in("status", FLAG_STATUSES), name="status_known"),
 )
+
+# Recall marks the memories with an open flag, looked up by either side (older_id by the unique index).
+Index("ix_contradiction_flags_newer_id", contradiction_flags.c.newer_id)
 
 # Objects that live in the database but not in these tables, SQLite only: the full-text index (and
 # its shadow tables) and the live counts per namespace, both kept in step with `memories` by
@@ -297,7 +307,7 @@ MEMORY_COLUMNS = tuple(c.name for c in memories.columns)
 __all__ = [
     "ARCHIVE_REASONS", "CodePointText", "INT64_INTEGER", "FTS_TABLE", "LIVE_COUNTS_TABLE", "LIVE_COUNTS_TRIGGERS", "MEMORY_COLUMNS",
     "NAMING_CONVENTION", "RANK_ORDER", "RANK_ORDER_FROM_BOTTOM", "rank_order", "RUN_KINDS", "RUN_STATUSES",
-    "SEQ_GUARD_TRIGGER", "STAGE1_ORDER", "FLAG_STATUSES", "VECTOR_INDEX_TABLE", "consolidation_runs", "contradiction_flags",
+    "SEQ_GUARD_TRIGGER", "STAGE1_ORDER", "FLAG_STATUSES", "FLAG_VERDICTS", "VECTOR_INDEX_TABLE", "consolidation_runs", "contradiction_flags",
     "TIME_COLUMNS", "is_unexpired", "unexpired", "managed_outside_models", "memories", "memory_archive", "memory_gaps", "memory_merges", "memory_vectors",
     "memstore_settings",
     "metadata",

@@ -14,10 +14,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .db import BUSY_TIMEOUT_MS, BackgroundCheckpoints, default_location, is_sqlite, make_engine, read_transaction, shown_location, sqlite_file_missing, write_transaction
 from .defaults import CHECK_K, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, RECALL_K, STALE_THRESHOLD
-from .errors import MemstoreError, NotFoundError, RecallCheckError
+from .errors import MemstoreError, NotFoundError
 from .io import read_memories, write_jsonl
 from .migrate import upgrade
-from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, rows_at, run_rows
+from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, rows_at, run_rows, run_whole
 from .records import PreparedRow, lifetime_change, now_ms, one_memory, prepare_row
 from .schema import MEMORY_COLUMNS
 from .validate import check_capacity, check_limit, check_moment
@@ -130,8 +130,7 @@ class MemoryStore:
     def add_many(self, records: Iterable[Mapping[str, Any]]) -> AddResult:
         """Store many memories in one transaction; every record is validated before anything is written."""
         now = now_ms()
-        prepared = [prepare_row(record, f"record {index}", now) for index, record in enumerate(records)]
-        return self.add_prepared(prepared)
+        return self.add_prepared([prepare_row(record, f"record {index}", now) for index, record in enumerate(records)])
 
     def add_prepared(self, prepared: list[PreparedRow], *, skip_invalid: bool = False) -> AddResult:
         """Write rows already checked by `prepare_row` (the importer's path), in one transaction.
@@ -214,10 +213,16 @@ class MemoryStore:
             return count_rows(conn, namespace, archived=archived)
 
     def runs(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Runs, newest first."""
+        """Runs, newest first, each with `did`: what it changed, the counts that are not zero."""
         limit = check_limit(limit, "runs")
         with read_transaction(self.engine) as conn:
             return run_rows(conn, limit)
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        """One run whole: its row (with `did`), what it archived (`archived`: id, namespace, reason,
+        superseded_by, similarity), the flags it raised (`flags_raised`) and settled (`flags_settled`)."""
+        with read_transaction(self.engine) as conn:
+            return run_whole(conn, run_id)
 
     def namespaces(self) -> list[str]:
         with read_transaction(self.engine) as conn:
@@ -305,18 +310,10 @@ class MemoryStore:
 
     def _run_job(self, apply, dry_run: bool, checks, k: int, check_mode: str | None) -> ConsolidationReport:
         """Apply a job in one write transaction; keep it only if it is real and every check passes."""
-        from .recall_checks import run_checks
+        from .recall_checks import checked_job
 
         ranking = self.recaller.for_checks([check["query"] for check in checks], check_mode) if checks else None
-        with write_transaction(self.engine, defer_checkpoint=True) as conn:
-            report = apply(conn)
-            if checks:
-                report.checks = run_checks(conn, checks, k, ranking)
-            failed = any(not check.passed for check in report.checks)
-            if dry_run or failed:
-                conn.get_transaction().rollback()
-        if failed and not dry_run:
-            raise RecallCheckError(report)
+        report = checked_job(self.engine, apply, dry_run, checks, k, ranking)
         if not dry_run:
             self.checkpoints.start()
         return report
@@ -336,26 +333,27 @@ class MemoryStore:
         with write_transaction(self.engine) as conn:
             return extend_lifetimes(conn, ends, namespace, now_ms())
 
-    def restore(self, run_id: int) -> RestoreReport:
-        """Undo a run: its archived rows go back to the live set, whole."""
+    def restore(self, run_id: int, *, dry_run: bool = False) -> RestoreReport:
+        """Undo a run: its archived rows go back to the live set, whole, and the flags it settled
+        open again; a dry run says what would come back and writes nothing."""
         from .restore import restore_in_transaction
 
         with write_transaction(self.engine) as conn:
-            return restore_in_transaction(conn, run_id, now_ms())
+            return restore_in_transaction(conn, run_id, now_ms(), dry_run=dry_run)
 
     def maintain(
         self, phases: Sequence[str] | None = None, *, namespace: str | None = DEFAULT_NAMESPACE,
         capacity: int | None = None, checks: Sequence[Mapping[str, str]] | None = None, k: int = CHECK_K,
         dry_run: bool = False, duplicate_at: float | None = None, related_at: float | None = None,
         stale_threshold: float = STALE_THRESHOLD, min_age_days: int = MIN_AGE_DAYS, check_mode: str | None = None,
+        stale: bool = False,
     ) -> MaintainReport:
         """Run the maintenance phases (default: all of check, expire, dedup, semantic, contradict, stale,
-        evict, verify) in that order, each one transaction and one run; see memstore.maintain."""
+        evict, verify) in that order, each one transaction and one run if it changed something; the
+        stale phase archives only with `stale=True` (else it is skipped); see memstore.maintain."""
         from .maintain import Options, maintain, parse_phases
 
-        if capacity is not None:
-            check_capacity(capacity)
-        options = Options(namespace, capacity, checks, k, dry_run, duplicate_at, related_at, stale_threshold, min_age_days, check_mode)
+        options = Options(namespace, capacity, checks, k, dry_run, duplicate_at, related_at, stale_threshold, min_age_days, check_mode, stale)
         return maintain(self.engine, self.embeddings, self.recaller, parse_phases(phases), options)
 
     # -- embeddings (the semantic extra) ---------------------------------------------------------
@@ -378,19 +376,21 @@ class MemoryStore:
     # -- contradiction flags ---------------------------------------------------------------------
 
     def flags(self, namespace: str | None = DEFAULT_NAMESPACE, *, status: str = "open") -> list[dict[str, Any]]:
-        """Contradiction flags of one namespace (None: all) with both texts, newest flag first.
-        `newer_id` is the side written later: probably the current fact."""
+        """Contradiction flags of one namespace (None: all) with `status` (open, resolved, dismissed or
+        all), newest first, with both texts; `newer_id` is probably the current fact, `verdict`,
+        `closed_at` and `closed_by_run` say how a closed flag was settled (memstore.semantic.flags)."""
         from .semantic.flags import list_flags
 
         with read_transaction(self.engine) as conn:
             return list_flags(conn, namespace, status)
 
-    def dismiss_flag(self, flag_id: int) -> None:
-        """Mark an open flag dismissed: the pair is fine and is not flagged again."""
+    def dismiss_flag(self, flag_id: int) -> dict[str, Any]:
+        """Dismiss an open flag (the pair is fine and is not flagged again), as a run that `restore`
+        undoes: {"flag_id", "run_id", "namespace"}."""
         from .semantic.flags import dismiss
 
         with write_transaction(self.engine) as conn:
-            dismiss(conn, flag_id, now_ms())
+            return dismiss(conn, flag_id, now_ms())
 
     # -- forget, update, supersede ---------------------------------------------------------------
 

@@ -145,7 +145,7 @@ def test_runs_and_restore(run, sample_file):
     run("consolidate", "-c", "0")
     runs = json.loads(run("runs", "--json").output)
     assert [(r["id"], r["status"], r["kept"], r["duplicates"], r["evicted"]) for r in runs] == [(1, "applied", 0, 1, 2)]
-    assert run("restore", "--run", "1").output == "run 1 restored: 3 memories back in the live set\n"
+    assert run("restore", "--run", "1").output == "run 1 restored: 3 memories back in the live set\n  back: m1 m2 m3\n"
     assert len(json.loads(run("list", "--json").output)) == 3
 
 
@@ -201,8 +201,105 @@ def test_path_defaults_to_the_app_dir_and_follows_env(tmp_path, monkeypatch):
 def test_list_shows_a_readable_table(run, sample_file):
     run("import", str(sample_file))
     lines = run("list").output.splitlines()
-    assert lines[0].split() == ["id", "namespace", "importance", "timestamp", "pinned", "text"]
+    assert lines[0].split() == ["id", "namespace", "importance", "written", "(UTC)", "expires", "(UTC)", "pinned", "text"]
     assert [line.split()[0] for line in lines[2:]] == ["m3", "m1", "m2"]
+
+
+NEW_YEAR = 1767225600000  # 2026-01-01T00:00:00Z
+
+
+def test_list_history_and_show_print_utc_date_times_and_json_keeps_the_ms(run):
+    run("add", "Deploys on Fridays", "--id", "m1", "--timestamp", str(NEW_YEAR), "--expires-at", "2031-05-06T07:08:09Z")
+    lines = run("list").output.splitlines()
+    assert lines[0].split()[3:7] == ["written", "(UTC)", "expires", "(UTC)"]
+    assert "2026-01-01 00:00:00  2031-05-06 07:08:09" in lines[2] and str(NEW_YEAR) not in lines[2]
+    shown = dict(line.split(None, 1) for line in run("show", "m1").output.splitlines() if len(line.split(None, 1)) == 2)
+    assert (shown["timestamp"], shown["expires_at"]) == ("2026-01-01 00:00:00 UTC", "2031-05-06 07:08:09 UTC")
+    assert json.loads(run("show", "m1", "--json").output)["timestamp"] == NEW_YEAR
+    assert json.loads(run("list", "--json").output)[0]["expires_at"] == 1935817689000
+    run("update", "m1", "--text", "Deploys on Thursdays")
+    history = run("history", "m1").output.splitlines()
+    assert history[0].split()[5:9] == ["written", "(UTC)", "archived", "(UTC)"]
+    assert "2026-01-01 00:00:00" in history[2] and str(NEW_YEAR) not in history[2]
+    archived = run("list", "--archived").output.splitlines()
+    assert archived[0].split()[5:7] == ["archived", "(UTC)"] and archived[2].split()[:2] == ["m1", "default"]
+
+
+def test_runs_shows_the_newest_20_and_what_each_did(run):
+    run("import", "-", input="".join(json.dumps({"id": f"m{n:02}", "text": f"fact {n}"}) + "\n" for n in range(22)))
+    for n in range(21):
+        run("forget", f"m{n:02}")
+    run("add", "fact 21", "--id", "copy")  # the same text as m21: a duplicate
+    run("consolidate", "-c", "5")
+    lines = run("runs").output.splitlines()
+    assert lines[0].split() == ["run", "kind", "namespace", "started", "(UTC)", "status", "did"]
+    assert len(lines) == 2 + 20 + 1 and lines[-1] == "(the newest 20 runs; --limit N or --all shows more)"
+    assert lines[2].split()[:2] == ["22", "consolidate"] and lines[2].endswith("applied  1 duplicate")
+    assert lines[3].split()[:2] == ["21", "forget"] and lines[3].endswith("applied  1 forgotten")
+    assert len(run("runs", "--all").output.splitlines()) == 2 + 22
+    assert len(run("runs", "--limit", "3").output.splitlines()) == 2 + 3 + 1
+    assert [r["id"] for r in json.loads(run("runs", "--json").output)] == list(range(22, 2, -1))
+    assert json.loads(run("runs", "--json", "--limit", "1").output)[0]["did"] == {"duplicates": 1}
+
+
+def test_runs_n_shows_one_run_whole_and_restore_dry_run_previews_the_undo(run, sample_file, db_path):
+    run("import", str(sample_file))
+    run("consolidate", "-c", "1")
+    whole = run("runs", "1").output.splitlines()
+    assert whole[0].startswith("run 1: consolidate in default, started ") and whole[0].endswith(" UTC, applied")
+    assert whole[1] == "did: 1 duplicate, 1 evicted"
+    assert whole[2:6] == [
+        "archived (2):", "id  namespace  reason     superseded_by  cosine", "--  ---------  ---------  -------------  ------",
+        "m1  default    duplicate  m2",
+    ]  # fmt: skip
+    assert whole[6].split() == ["m2", "default", "evicted"]
+    assert whole[-1] == f"undo with: memstore --db {db_path} restore --run 1 (--dry-run shows what it would bring back)"
+    preview = run("restore", "--run", "1", "--dry-run")
+    assert preview.output.splitlines() == [
+        "dry run, nothing written: restoring run 1 (consolidate) would bring 2 memories back in the live set",
+        "  back: m1 m2", f"restore with: memstore --db {db_path} restore --run 1",
+    ]  # fmt: skip
+    assert [m["id"] for m in json.loads(run("list", "--json").output)] == ["m3"]
+    assert json.loads(run("restore", "--run", "1", "--dry-run", "--json").output)["restored_ids"] == ["m1", "m2"]
+    run("restore", "--run", "1")
+    restored = run("runs", "1").output.splitlines()
+    assert ", restored " in restored[0] and "restored (2): m1 m2" in restored and not any(line.startswith("undo") for line in restored)
+    missing = run("runs", "9")
+    assert (missing.exit_code, missing.output) == (1, "Error: no run 9; `memstore runs` lists them\n")
+
+
+def test_consolidate_prints_a_summary_and_the_first_archived_rows(run):
+    run("import", "-", input="".join(json.dumps({"id": f"m{n:02}", "text": f"fact {n}"}) + "\n" for n in range(13)))
+    lines = run("consolidate", "-c", "0", "--dry-run").output.splitlines()
+    assert lines[0] == "dry run, nothing written: 13 live; would keep 0 (0 pinned), archive 0 duplicates and 13 evicted"
+    assert len(lines) == 1 + 2 + 10 + 1 and lines[-1] == "... and 3 more (--all lists every one, --json too)"
+    every = run("consolidate", "-c", "0", "--all").output.splitlines()
+    assert len(every) == 1 + 2 + 13 + 1 and every[-1].startswith("undo with: ")
+    pruned = run("prune", "--dry-run", "--all")
+    assert pruned.exit_code == 0
+
+
+@pytest.mark.parametrize("rows", [3, 3000], ids=["buffered", "while-printing"])
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path, rows):
+    """`memstore list | head -1`: no traceback, no "Broken pipe" error, exit 0. With few rows the
+    output waits in stdout's buffer until exit; with many the write fails while printing."""
+    env = dict(os.environ, MEMSTORE_DB=str(tmp_path / "pipe.db"))
+    with MemoryStore(env["MEMSTORE_DB"]) as store:
+        store.add_many([{"id": f"m{n}", "text": f"memory number {n} " * 5} for n in range(rows)])
+    for read_first_line in (True, False):
+        reader = subprocess.Popen([MEMSTORE_BIN, "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        if read_first_line:
+            assert reader.stdout.readline().startswith(b"id ")
+        reader.stdout.close()
+        errors = reader.stderr.read()
+        assert (reader.wait(timeout=60), errors) == (0, b"")
+
+
+def test_an_export_into_a_missing_folder_names_the_folder(run, tmp_path):
+    run("add", "fact", "--id", "m1")
+    done = run("export", "-o", str(tmp_path / "nope" / "out.jsonl"))
+    assert (done.exit_code, done.output) == (1, f"Error: {tmp_path / 'nope'} does not exist (the folder to write out.jsonl in)\n")
+    assert not (tmp_path / "nope").exists()
 
 
 def test_an_unopenable_database_is_one_line_exit_1(tmp_path):

@@ -123,6 +123,42 @@ def test_restore_of_an_update_waits_for_the_runs_that_moved_its_new_version(fact
 
 
 
+def test_runs_say_what_each_did_and_one_run_shows_whole(facts):
+    facts.add("user prefers dark mode", id="mode-copy", timestamp=50)
+    forgot = facts.forget(["rate", "other"])
+    updated = facts.update("city", text="User lives in Porto.", new_id="city2")
+    job = facts.consolidate(0)
+    did = {run["id"]: (run["kind"], run["did"]) for run in facts.runs()}
+    assert did == {
+        forgot.run_id: ("forget", {"forgotten": 2}), updated["run_id"]: ("update", {"updated": 1}),
+        job.run_id: ("consolidate", {"duplicates": 1, "evicted": 1}),  # city2 is pinned
+    }  # fmt: skip
+    whole = facts.run(job.run_id)
+    assert (whole["id"], whole["kind"], whole["status"], whole["did"]) == (job.run_id, "consolidate", "applied", {"duplicates": 1, "evicted": 1})
+    assert [(a["id"], a["reason"], a["superseded_by"]) for a in whole["archived"]] == [("mode", "duplicate", "mode-copy"), ("mode-copy", "evicted", None)]
+    assert (whole["restored"], whole["flags_raised"], whole["flags_settled"]) == ([], [], [])
+    with pytest.raises(NotFoundError, match="no run 99"):
+        facts.run(99)
+    facts.restore(forgot.run_id)
+    undone = facts.run(forgot.run_id)
+    assert (undone["status"], undone["archived"], undone["restored"], undone["did"]) == ("restored", [], ["other", "rate"], {"forgotten": 2})
+
+
+def test_a_dry_run_restore_reports_exactly_what_the_restore_does_and_writes_nothing(facts):
+    updated = facts.update("rate", text="The API rate limit is 500 requests per minute.", new_id="rate2")
+    before = (facts.list(None), facts.list(None, archived=True), facts.runs())
+    preview = facts.restore(updated["run_id"], dry_run=True)
+    assert (facts.list(None), facts.list(None, archived=True), facts.runs()) == before
+    assert preview.to_dict() == {"run_id": updated["run_id"], "kind": "update", "restored_ids": ["rate"], "reopened_flags": [],
+                                 "removed_flags": [], "retired": "rate2", "dry_run": True}  # fmt: skip
+    facts.forget(["rate2"])  # a later run now leans on the version the update wrote
+    with pytest.raises(MemstoreError, match="no longer live"):
+        facts.restore(updated["run_id"], dry_run=True)  # the error the restore would stop with
+    done = facts.restore(facts.runs()[0]["id"])
+    assert not done.dry_run and done.restored_ids == ["rate2"]
+    assert facts.restore(updated["run_id"]).to_dict() == {**preview.to_dict(), "dry_run": False}
+
+
 def test_runs_restored_newest_first_all_come_undone(store):
     # Two updates of one memory, and an update followed by a consolidation that folds a copy into
     # the new version: restored newest first, each run comes undone (what the newer run left
@@ -295,7 +331,7 @@ def test_cli_forget_update_supersede_history_and_restore(cli_store):
     superseded = run("supersede", pinned["id"], "--by", new_id)
     assert superseded.exit_code == 0 and superseded.output.startswith(f"run 4: {pinned['id']} superseded by {new_id}\n")
     history = run("history", "rate").output.splitlines()
-    assert history[0].split() == ["id", "state", "reason", "superseded_by", "run", "written", "(UTC)", "text"]
+    assert history[0].split() == ["id", "state", "reason", "superseded_by", "run", "written", "(UTC)", "archived", "(UTC)", "text"]
     # The supersede joined the two facts' versions: mode -> its update -> (superseded by) rate's update.
     assert [line.split()[:2] for line in history[2:]] == [
         ["mode", "archived"], ["rate", "archived"], [pinned["id"], "archived"], [new_id, "live"],

@@ -10,7 +10,7 @@ from .sqlitelib import sqlite3
 import time
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 
 from memstore import MemoryStore
 
@@ -51,7 +51,7 @@ def filled(store):
 
 
 def maintain(store: MemoryStore, **options):
-    return store.maintain(capacity=2, checks=CHECKS, **options)
+    return store.maintain(capacity=2, checks=CHECKS, stale=True, **options)
 
 
 def statuses(report) -> list[tuple[str, str]]:
@@ -74,6 +74,33 @@ def test_every_phase_runs_in_dependency_order_each_its_own_run(filled):
     }  # fmt: skip
     assert [(f["a"], f["b"]) for f in by_name["contradict"].flags] == [("c1", "c2")]
     assert [m["id"] for m in filled.list()] == ["c2", "c1"]
+
+
+def test_the_stale_phase_archives_nothing_unless_asked(filled):
+    report = filled.maintain(capacity=100)
+    stale = {phase.name: phase for phase in report.phases}["stale"]
+    assert (stale.status, stale.error, stale.run_id) == ("skipped", "archives nothing unless asked (--stale)", None) and report.ok
+    assert "old" in [m["id"] for m in filled.list()] and "stale" not in {run["kind"] for run in filled.runs()}
+    asked = filled.maintain(["stale"], stale=True).phases[0]
+    assert [(entry["id"], entry["reason"]) for entry in asked.archived] == [("old", "stale")]
+
+
+def test_a_phase_that_changes_nothing_records_no_run(filled):
+    from memstore.db import read_transaction
+    from memstore.schema import memstore_settings
+
+    maintain(filled)
+    before = filled.runs()
+    again = maintain(filled)
+    assert again.ok and [phase.run_id for phase in again.phases] == [None] * 8
+    assert filled.runs() == before  # `memstore runs` lists only what changed the store
+    # How far the empty phases compared is kept for the next run of their kind.
+    with read_transaction(filled.engine) as conn:
+        keys = conn.execute(select(memstore_settings.c.key).where(memstore_settings.c.key.like("compared:%")).order_by(memstore_settings.c.key)).scalars().all()
+    assert keys == ["compared:contradict:default", "compared:dedup:default", "compared:semantic:default"]
+    third = {phase.name: phase for phase in maintain(filled).phases}
+    assert third["semantic"].counts["compared"] == third["contradict"].counts["compared"] == 0
+    filled.restore(before[0]["id"])  # the runs that did change something still undo
 
 
 def test_phases_asked_for_in_any_order_run_in_dependency_order(filled):
@@ -152,7 +179,7 @@ def test_the_wal_is_checkpointed_once_maintain_is_done(sqlite_store, db_path, tm
     store = sqlite_store  # one store object for the whole test, as in a long-lived server
     store.add_many(MEMORIES)
     store_handmade_vectors(store, VECTORS)
-    report = store.maintain(["dedup", "stale"])
+    report = store.maintain(["dedup", "stale"], stale=True)
     assert statuses(report) == [("dedup", "ok"), ("stale", "ok")]
     # The database file alone, without its -wal, already holds what maintain archived.
     alone = tmp_path / "alone.db"

@@ -19,7 +19,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from click.testing import CliRunner
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine, inspect, text
 
 from memstore.cli import cli
 from memstore.db import make_engine, write_transaction
@@ -516,5 +516,37 @@ def test_0010_holds_summed_recall_counts_in_64_bits_and_a_downgrade_waits_for_th
         assert schema_diff(engine) == [] and drift(engine) == []
         with MemoryStore(store_url) as store:
             assert store.get("a")["recall_count"] == (7 if engine.dialect.name == "postgresql" else 2 * big)
+    finally:
+        engine.dispose()
+
+
+def test_0012_names_how_each_flag_was_settled_and_closes_those_an_archived_side_left_open(store_url: str) -> None:
+    with MemoryStore(store_url) as store:
+        store.add_many([{"id": name, "text": f"fact {name}", "timestamp": n} for n, name in enumerate("abcdef")])
+        forgot = store.forget(["a"])
+    engine = make_engine(store_url)
+    try:
+        migrate(engine, "downgrade", "0011")
+        with write_transaction(engine) as conn:
+            # As 0011 left them: a flag open on a forgotten side, a supersede's and a dismissal.
+            for older, newer, status in (("a", "b", "open"), ("c", "d", "resolved"), ("e", "f", "dismissed")):
+                closed = None if status == "open" else forgot.run_id
+                conn.execute(
+                    text("INSERT INTO contradiction_flags (namespace, older_id, newer_id, similarity, reason, status, run_id, flagged_at,"
+                         " closed_at, closed_by_run) VALUES ('default', :o, :n, 0.9, 'test', :s, :run, 1, :at, :by)"),
+                    {"o": older, "n": newer, "s": status, "run": forgot.run_id, "at": closed, "by": closed},
+                )  # fmt: skip
+        migrate(engine, "upgrade", "head")
+        assert schema_diff(engine) == [] and drift(engine) == []
+        with MemoryStore(store_url) as store:
+            settled = sorted((f["older_id"], f["status"], f["verdict"], f["closed_by_run"]) for f in store.flags(None, status="all"))
+            archived_at = store.get("a")["archived_at"]
+            assert store.flags(None, status="resolved")[-1]["closed_at"] == archived_at
+        assert settled == [("a", "resolved", "forgotten", forgot.run_id), ("c", "resolved", "superseded", forgot.run_id),
+                           ("e", "dismissed", "dismissed", forgot.run_id)]  # fmt: skip
+        migrate(engine, "downgrade", "0011")
+        with engine.connect() as conn:
+            assert "verdict" not in {c["name"] for c in inspect(conn).get_columns("contradiction_flags")}
+        migrate(engine, "upgrade", "head")
     finally:
         engine.dispose()

@@ -82,7 +82,7 @@ def test_every_statement_of_the_jobs_reads_the_index_it_is_written_for(sqlite_st
         "prune one namespace": lambda: store.prune("default"),
         "prune every namespace": lambda: store.prune(None),
         "maintain, every phase but meaning": lambda: store.maintain(
-            ["check", "expire", "dedup", "stale", "evict", "verify"], capacity=30, namespace=None
+            ["check", "expire", "dedup", "stale", "evict", "verify"], capacity=30, namespace=None, stale=True
         ),
     }
     ran: dict[str, list[tuple[str, tuple]]] = {}

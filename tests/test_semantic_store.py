@@ -186,7 +186,8 @@ def test_maintain_dry_run_shows_exactly_what_the_real_run_applies(semantic):
     dry = semantic.maintain(capacity=100, dry_run=True)
     assert semantic.runs() == [] and archived(semantic) == []
     real = semantic.maintain(capacity=100)
-    assert [p.status for p in real.phases] == ["ok"] * 8
+    # The stale phase archives nothing unless asked (stale=True).
+    assert [p.status for p in real.phases] == ["ok"] * 5 + ["skipped"] + ["ok"] * 2
 
     def seen(report):
         return [(p.name, p.status, [(a["id"], a["reason"], a["superseded_by"]) for a in p.archived],
@@ -234,6 +235,154 @@ def test_a_dismissed_pair_is_not_flagged_again(semantic):
     assert semantic.flags(status="dismissed")[0]["id"] == flag["id"]
 
 
+# -- the flag lifecycle: a flag follows its memories ----------------------------------------------
+
+
+def flag_of(store, a: str, b: str, status: str = "all") -> dict:
+    """The one flag between `a` and `b` (either order)."""
+    found = [f for f in store.flags(status=status) if {f["older_id"], f["newer_id"]} == {a, b}]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_a_flag_closes_when_a_side_is_forgotten_and_restoring_the_forget_opens_it(semantic):
+    semantic.maintain(["contradict"])
+    flag = flag_of(semantic, "r1", "r2", "open")
+    assert flag["verdict"] is None and flag["run_id"] == semantic.runs()[0]["id"] and flag["flagged_at"] > 0
+    forgot = semantic.forget(["r1"])
+    assert all(f["id"] != flag["id"] for f in semantic.flags())
+    closed = flag_of(semantic, "r1", "r2", "resolved")
+    assert (closed["verdict"], closed["closed_by_run"]) == ("forgotten", forgot.run_id) and closed["closed_at"] > 0
+    assert (closed["older_state"], closed["newer_state"]) == ("archived", "live")
+    semantic.restore(forgot.run_id)
+    reopened = flag_of(semantic, "r1", "r2", "open")
+    assert (reopened["id"], reopened["verdict"], reopened["closed_at"], reopened["closed_by_run"]) == (flag["id"], None, None, None)
+
+
+def test_a_flag_closes_with_the_verdict_of_whatever_took_its_side_away(semantic):
+    from memstore.records import now_ms
+
+    semantic.maintain(["contradict"])
+    # A person's supersede of an unrelated memory takes r1 away: the flag closes as superseded.
+    superseded = semantic.supersede("r1", by="t1")
+    assert (flag_of(semantic, "r1", "r2")["verdict"], flag_of(semantic, "r1", "r2")["closed_by_run"]) == ("superseded", superseded.run_id)
+    # A newer exact copy of c2: the dedup phase merges c2 into it, and the flag closes as a duplicate.
+    semantic.add("user lives in porto", id="c2-again", timestamp=50)
+    dedup = semantic.maintain(["dedup"]).phases[0]
+    assert [(a["id"], a["reason"]) for a in dedup.archived] == [("c2", "duplicate")]
+    assert (flag_of(semantic, "c1", "c2")["verdict"], flag_of(semantic, "c1", "c2")["closed_by_run"]) == ("duplicate", dedup.run_id)
+    # c1's lifetime ends; the expire job closes its new flag with c2-again as expired.
+    semantic.maintain(["contradict"])
+    assert flag_of(semantic, "c1", "c2-again", "open")
+    assert semantic.extend_lifetimes({"c1": now_ms() + 30}) == 1
+    import time
+
+    time.sleep(0.1)
+    expired = semantic.expire()
+    assert [entry.id for entry in expired.archived] == ["c1"]
+    assert (flag_of(semantic, "c1", "c2-again")["verdict"], flag_of(semantic, "c1", "c2-again")["closed_by_run"]) == ("expired", expired.run_id)
+    assert semantic.flags() == []
+    semantic.restore(expired.run_id)
+    assert flag_of(semantic, "c1", "c2-again")["status"] == "open"
+
+
+def test_a_flag_closes_when_its_side_is_merged_by_meaning(semantic):
+    semantic.maintain(["contradict"])
+    flag = flag_of(semantic, "r1", "r2", "open")
+    # d1 and d2 say the same; flag them against each other by hand, as if the classifier had: the
+    # semantic phase's merge of d1 into d2 settles that flag.
+    with write_transaction(semantic.engine) as conn:
+        from memstore.schema import contradiction_flags
+
+        conn.execute(contradiction_flags.insert().values(namespace="default", older_id="d1", newer_id="d2", similarity=0.9,
+                                                         reason="by hand", status="open", run_id=flag["run_id"], flagged_at=1))  # fmt: skip
+    merged = semantic.maintain(["semantic"]).phases[0]
+    assert [(a["id"], a["reason"]) for a in merged.archived] == [("d1", "semantic_duplicate")]
+    settled = flag_of(semantic, "d1", "d2")
+    assert (settled["status"], settled["verdict"], settled["closed_by_run"]) == ("resolved", "semantic_duplicate", merged.run_id)
+    assert flag_of(semantic, "r1", "r2")["status"] == "open"
+
+
+def test_an_update_moves_the_flag_to_the_new_version_and_restoring_it_moves_the_flag_back(semantic):
+    semantic.maintain(["contradict"])
+    flag = flag_of(semantic, "r1", "r2", "open")
+    updated = semantic.update("r1", text="The API rate limit is 200 requests per minute.", new_id="r1b")
+    moved = flag_of(semantic, "r2", "r1b", "open")
+    # The same flag, on the new version; the update is the newer side now.
+    assert (moved["id"], moved["older_id"], moved["newer_id"], moved["run_id"]) == (flag["id"], "r2", "r1b", flag["run_id"])
+    again = {p.name: p for p in semantic.maintain(["contradict"]).phases}["contradict"]
+    assert again.counts["compared"] == 1 and again.flags == []  # r1b was compared; its pair is flagged already
+    assert len([f for f in semantic.flags(status="all") if "r2" in (f["older_id"], f["newer_id"])]) == 1
+    semantic.restore(updated["run_id"])
+    back = flag_of(semantic, "r1", "r2", "open")
+    assert (back["id"], back["older_id"], back["newer_id"]) == (flag["id"], "r1", "r2")
+
+
+def test_a_dismissal_follows_an_update_that_keeps_the_text_only(semantic):
+    semantic.maintain(["contradict"])
+    flag = flag_of(semantic, "r1", "r2", "open")
+    semantic.dismiss_flag(flag["id"])
+    semantic.update("r2", importance=5, new_id="r2b")  # the same claim: the dismissal holds
+    assert flag_of(semantic, "r1", "r2b", "dismissed")["id"] == flag["id"]
+    assert semantic.maintain(["contradict"]).phases[0].flags == []
+    semantic.update("r2b", text="The API rate limit is 900 requests per minute.", new_id="r2c")  # a new claim
+    assert flag_of(semantic, "r1", "r2b", "dismissed")["id"] == flag["id"]
+    assert [(f["a"], f["b"]) for f in semantic.maintain(["contradict"]).phases[0].flags] == [("r1", "r2c")]
+
+
+def test_dismissing_is_a_run_that_restore_undoes(semantic):
+    semantic.maintain(["contradict"])
+    flag = flag_of(semantic, "r1", "r2", "open")
+    done = semantic.dismiss_flag(flag["id"])
+    assert done == {"flag_id": flag["id"], "run_id": done["run_id"], "namespace": "default"}
+    run = semantic.runs()[0]
+    assert (run["id"], run["kind"], run["namespace"], run["did"]) == (done["run_id"], "dismiss", "default", {"dismissed": 1})
+    dismissed = flag_of(semantic, "r1", "r2", "dismissed")
+    assert (dismissed["verdict"], dismissed["closed_by_run"]) == ("dismissed", done["run_id"])
+    semantic.restore(done["run_id"])
+    assert flag_of(semantic, "r1", "r2", "open")["id"] == flag["id"]
+    semantic.dismiss_flag(flag["id"])  # open again, so it can be dismissed again
+
+
+def test_a_pair_whose_flagging_run_was_restored_is_flagged_again(semantic):
+    first = semantic.maintain(["contradict"]).phases[0]
+    raised = {(f["a"], f["b"]) for f in first.flags}
+    assert ("r1", "r2") in raised
+    semantic.restore(first.run_id)
+    assert semantic.flags(status="all") == []
+    again = semantic.maintain(["contradict"]).phases[0]
+    assert {(f["a"], f["b"]) for f in again.flags} == raised
+
+
+def test_flags_lists_each_status_and_all(semantic):
+    semantic.maintain(["contradict"])
+    lisbon, rate = flag_of(semantic, "c1", "c2"), flag_of(semantic, "r1", "r2")
+    semantic.dismiss_flag(lisbon["id"])
+    semantic.supersede("r1", by="r2")
+    assert [f["id"] for f in semantic.flags(status="dismissed")] == [lisbon["id"]]
+    assert [(f["id"], f["verdict"]) for f in semantic.flags(status="resolved")] == [(rate["id"], "superseded")]
+    every = semantic.flags(status="all")
+    assert [f["id"] for f in every] == sorted((f["id"] for f in every), reverse=True)  # newest first
+    assert {lisbon["id"], rate["id"]} <= {f["id"] for f in every}
+    with pytest.raises(MemstoreError, match="status"):
+        semantic.flags(status="closed")
+
+
+def test_recall_marks_the_memories_that_have_an_open_flag(semantic):
+    from memstore.records import now_ms
+
+    semantic.maintain(["contradict"])
+    flag = flag_of(semantic, "r1", "r2", "open")
+    rows = semantic.recall("API rate limit requests per minute", k=4, touch=False)
+    marks = {row["id"]: row["open_flag"] for row in rows}
+    assert marks["r1"] == {"id": flag["id"], "other_id": "r2"} and marks["r2"] == {"id": flag["id"], "other_id": "r1"}
+    assert all(mark is None for memory_id, mark in marks.items() if memory_id not in ("r1", "r2"))
+    as_of = semantic.recall("API rate limit", k=4, as_of=now_ms())
+    assert {row["id"]: row["open_flag"] for row in as_of}["r2"] == {"id": flag["id"], "other_id": "r1"}
+    semantic.supersede("r1", by="r2")
+    assert [row["open_flag"] for row in semantic.recall("API rate limit", k=4, touch=False) if row["id"] == "r2"] == [None]
+
+
 def test_nightly_runs_compare_only_what_is_new(semantic):
     first = {p.name: p for p in semantic.maintain(["semantic", "contradict"]).phases}
     assert first["semantic"].counts["compared"] == len(FACTS)
@@ -243,6 +392,14 @@ def test_nightly_runs_compare_only_what_is_new(semantic):
     third = {p.name: p for p in semantic.maintain(["semantic", "contradict"]).phases}
     assert third["contradict"].counts["compared"] == 1
     assert {(f["a"], f["b"]) for f in third["contradict"].flags} == {("r1", "r3"), ("r2", "r3")}
+    # A phase that finds nothing records no run, yet the next one does not compare its memories again.
+    runs = semantic.runs()
+    semantic.add("The printer on the second floor needs toner.", id="z1")
+    fourth = {p.name: p for p in semantic.maintain(["semantic", "contradict"]).phases}
+    assert fourth["semantic"].counts["compared"] == fourth["contradict"].counts["compared"] == 1
+    assert fourth["semantic"].run_id is None and fourth["contradict"].run_id is None and semantic.runs() == runs
+    fifth = {p.name: p for p in semantic.maintain(["semantic", "contradict"]).phases}
+    assert fifth["semantic"].counts["compared"] == fifth["contradict"].counts["compared"] == 0
 
 
 def test_pinned_memories_are_never_merged_away(store, model_dir):
@@ -268,7 +425,7 @@ def test_without_embeddings_the_semantic_phases_are_skipped(store):
     report = store.maintain(capacity=5)
     assert [(p.name, p.status) for p in report.phases] == [
         ("check", "ok"), ("expire", "ok"), ("dedup", "ok"), ("semantic", "skipped"), ("contradict", "skipped"),
-        ("stale", "ok"), ("evict", "ok"), ("verify", "ok"),
+        ("stale", "skipped"), ("evict", "ok"), ("verify", "ok"),
     ]  # fmt: skip
     assert len([m for m in store.list() if not m["pinned"]]) == 5
 
@@ -289,10 +446,42 @@ def test_the_cli_maintain_json_flags_and_report(sqlite_store, model_dir, db_path
     listed = run("flags").output
     assert "r2: The API rate limit is 500 requests per minute." in listed and "newer (probably current)" in listed
     flag_id = json.loads(run("flags", "--json").output)[0]["id"]
-    assert run("flags", "dismiss", str(flag_id)).output == f"flag {flag_id} dismissed\n"
+    dismissed = run("flags", "dismiss", str(flag_id)).output
+    # A dismissal is a run of its own (the phases that changed nothing recorded none: 1 and 2 are
+    # the semantic and contradict phases), undone by restore.
+    assert dismissed == f"run 3: flag {flag_id} dismissed\nundo with: memstore --db {db_path} restore --run 3\n"
     assert "open contradiction flags (memstore flags):" in run("report").output
     bad = run("maintain", "--phases", "dedup,nonsense")
     assert bad.exit_code == 1 and bad.output.startswith("Error: --phases: no phase 'nonsense'")
+
+
+def test_the_cli_maintain_ends_with_the_commands_that_settle_new_flags(sqlite_store, model_dir, db_path):
+    sqlite_store.add_many(FACTS)
+    sqlite_store.enable_embeddings(model_dir)
+    run = lambda *args: CliRunner().invoke(cli, ["--db", str(db_path), *args], catch_exceptions=False)  # noqa: E731
+    done = run("maintain", "--phases", "contradict", "--fail-on-new-flags")
+    assert done.exit_code == 1  # for cron: a person has something to settle
+    flag = next(f for f in sqlite_store.flags() if (f["older_id"], f["newer_id"]) == ("r1", "r2"))
+    lines = done.output.splitlines()
+    count = len(sqlite_store.flags())
+    assert f"{count} new contradiction flags to settle (memstore --db {db_path} flags shows both texts):" in lines
+    assert (f"  flag {flag['id']}: keep r2 (newer) with `memstore --db {db_path} supersede r1 --by r2`, "
+            f"or keep both with `memstore --db {db_path} flags dismiss {flag['id']}`") in lines  # fmt: skip
+    assert lines[-1].startswith("  flag ")
+    again = run("maintain", "--phases", "contradict", "--fail-on-new-flags")
+    assert again.exit_code == 0 and "to settle" not in again.output
+    # Recall marks the flagged memories: --json with the flag and the other side, a column for people.
+    hits = json.loads(run("recall", "API rate limit requests per minute", "-k", "2", "--no-touch", "--json").output)
+    assert {hit["id"]: hit["open_flag"] for hit in hits} == {"r1": {"id": flag["id"], "other_id": "r2"}, "r2": {"id": flag["id"], "other_id": "r1"}}
+    table = run("recall", "API rate limit requests per minute", "-k", "2", "--no-touch").output.splitlines()
+    assert "open flag" in table[0] and any(f"#{flag['id']} vs r1" in line for line in table[2:])
+    # Settled flags are listed with how, when and by which run.
+    run("supersede", "r1", "--by", "r2")
+    settled = run("flags", "--status", "resolved").output.splitlines()
+    assert settled[0].split() [:4] == ["flag", "status", "raised", "(UTC)"] and "superseded" in settled[2] and "r1 (archived)" in settled[2]
+    every = json.loads(run("flags", "--status", "all", "--json").output)
+    assert {f["status"] for f in every} == {"open", "resolved"} and all("verdict" in f for f in every)
+    assert run("flags", "--status", "closed").exit_code == 2
 
 
 def test_hybrid_recall_modes_and_found_by(semantic):

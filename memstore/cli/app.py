@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import sys
 from importlib import import_module
 from typing import Any
@@ -59,6 +61,9 @@ class MemstoreGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:
+            # The reader went away (`memstore list | head -1`): stop quietly, exit 0.
+            raise click.exceptions.Exit(closed_pipe()) from None
         except MemstoreError as exc:
             raise click.ClickException(str(exc)) from None
         except SQLAlchemyError as exc:
@@ -105,9 +110,30 @@ def cli(ctx: click.Context, db: str | None) -> None:
     ctx.obj = {"location": location, "open": open_once}
 
 
+def closed_pipe() -> int:
+    """Once stdout's reader has gone: point stdout at /dev/null, so what is still buffered (and
+    Python's flush at exit) goes nowhere instead of raising again; the exit code for it, 0, as for a
+    command that printed everything (a reader that stops early, like `head`, chose to)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, io.UnsupportedOperation):  # no real stdout (a test runner's)
+        pass
+    return 0
+
+
 def main() -> None:
     try:
         cli(prog_name="memstore")
+    except SystemExit:
+        # Output small enough to sit in stdout's buffer is written only now: a reader gone by then
+        # ends the command as quietly as one gone while it printed.
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            closed_pipe()
+        raise
     except Exception as exc:  # a bug of ours must still not print a traceback at a user
         click.echo(f"Error: unexpected {type(exc).__name__}: {exc}", err=True)
         sys.exit(1)

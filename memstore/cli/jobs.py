@@ -7,7 +7,7 @@ import click
 from ..defaults import CHECK_K, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, STALE_THRESHOLD
 from ..validate import CAPACITY_MAX
 from .options import (
-    CHECKS_MODE_HELP, Fraction, checks_options, chosen_namespace, int64, json_option, list_kept_option, mode_option, namespace_options,
+    CHECKS_MODE_HELP, Fraction, all_archived_option, checks_options, chosen_namespace, int64, json_option, list_kept_option, mode_option, namespace_options,
     open_store, parse_now, read_checks_file,
 )  # fmt: skip
 from .render import checks_document, print_checks, print_inventory, print_json, print_maintain, print_run
@@ -20,16 +20,18 @@ from .render import checks_document, print_checks, print_inventory, print_json, 
 @click.option("--full", is_flag=True, help="Deduplicate every key, not only those written since the last run.")
 @checks_options()
 @list_kept_option
+@all_archived_option
 @json_option
 @click.pass_context
-def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks, k, mode, list_kept, as_json) -> None:
+def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks, k, mode, list_kept, show_all, as_json) -> None:
     """Deduplicate, then evict to a capacity.
 
     Stage 1 keeps the newest memory of each normalised key; Stage 2 keeps the CAPACITY
     highest-ranked unpinned memories per namespace. Losers are archived, never deleted,
     and `memstore restore --run N` undoes the run. With --checks, the run is applied only if
-    every recall check still passes against its result. The report names what was archived
-    and counts what was kept; --list-kept also names every kept id.
+    every recall check still passes against its result. The report counts what was archived
+    and kept and names the first archived memories (--all: every one; --json always names
+    every one); --list-kept also names every kept id.
 
     \b
     Example:
@@ -43,7 +45,7 @@ def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks,
     )
     if as_json:
         return print_json(report.to_dict())
-    print_run(ctx, report)
+    print_run(ctx, report, show_all)
 
 
 @click.command()
@@ -54,9 +56,10 @@ def consolidate(ctx, capacity, namespace, all_namespaces, dry_run, full, checks,
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
 @checks_options()
 @list_kept_option
+@all_archived_option
 @json_option
 @click.pass_context
-def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dry_run, checks, k, mode, list_kept, as_json) -> None:
+def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dry_run, checks, k, mode, list_kept, show_all, as_json) -> None:
     """Archive exact duplicates and stale memories.
 
     Exact duplicates go by the consolidation rule (the newest copy survives); memories
@@ -76,7 +79,7 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
     )  # fmt: skip
     if as_json:
         return print_json(result.to_dict())
-    print_run(ctx, result)
+    print_run(ctx, result, show_all)
 
 
 @click.command()
@@ -88,32 +91,36 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
 @click.option("--related-at", type=Fraction(0, 1), default=None, help="Cosine below which pairs are not compared (default: the classifier's).")
 @click.option("--stale-threshold", type=Fraction(0, 1), default=STALE_THRESHOLD, show_default=True)
 @click.option("--min-age-days", type=int64(0), default=MIN_AGE_DAYS, show_default=True)
+@click.option("--stale", is_flag=True, help="Let the stale phase archive idle memories (without it the phase is skipped).")
 @checks_options("Recall checks (JSON list of {query, expect_id}) for the verify phase, which runs after the others have committed: a failure exits 1 and holds nothing back (restore --run N undoes a phase).")
+@click.option("--fail-on-new-flags", is_flag=True, help="Exit 1 when the run raised contradiction flags (for cron: a person has something to settle).")
 @json_option
 @click.pass_context
 def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicate_at, related_at, stale_threshold,
-             min_age_days, checks, k, mode, as_json) -> None:  # fmt: skip
+             min_age_days, stale, checks, k, mode, fail_on_new_flags, as_json) -> None:  # fmt: skip
     """Run the maintenance phases: check, expire, dedup, semantic, contradict, stale, evict, verify.
 
-    In that order, each one transaction and one run (`memstore restore --run N` undoes it).
-    A failed phase is reported and the others run, except those needing its result, which
-    are skipped; exit 1 if any failed. semantic and contradict need embeddings (they embed
-    what is pending first); evict needs --capacity; verify runs --checks if given.
+    In that order, each one transaction and one run (`memstore restore --run N` undoes it); a
+    phase that changes nothing records no run. A failed phase is reported and the others
+    run, except those needing its result, which are skipped; exit 1 if any failed. semantic
+    and contradict need embeddings (they embed what is pending first); stale archives only
+    with --stale; evict needs --capacity; verify runs --checks if given. New contradiction
+    flags end the report with the two commands that settle each one.
 
     \b
     Example:
         memstore maintain --dry-run --capacity 5000
-        memstore maintain --capacity 5000 --checks checks.json --json
+        memstore maintain --capacity 5000 --checks checks.json --fail-on-new-flags
     """
     namespace = chosen_namespace(namespace, all_namespaces)
     report = open_store(ctx).maintain(
         None if phases is None else [name.strip() for name in phases.split(",") if name.strip()],
         namespace=namespace, capacity=capacity, checks=read_checks_file(checks), k=k, dry_run=dry_run,
         duplicate_at=duplicate_at, related_at=related_at, stale_threshold=stale_threshold, min_age_days=min_age_days,
-        check_mode=mode,
+        check_mode=mode, stale=stale,
     )  # fmt: skip
-    print_json(report.to_dict()) if as_json else print_maintain(report)
-    if not report.ok:
+    print_json(report.to_dict()) if as_json else print_maintain(ctx, report)
+    if not report.ok or (fail_on_new_flags and not dry_run and report.new_flags):
         ctx.exit(1)
 
 

@@ -7,8 +7,9 @@ import sys
 import click
 
 from ..defaults import DEFAULT_NAMESPACE, RECALL_K
+from ..semantic.flags import FLAG_FILTERS
 from .options import as_of_option, chosen_namespace, int64, json_option, mode_option, namespace_options, open_store
-from .render import print_flags, print_json, print_recalled
+from .render import echo, print_flags, print_json, print_recalled, print_undo
 
 
 @click.command()
@@ -120,35 +121,46 @@ def embeddings_status(ctx, as_json) -> None:
 
 @click.group(invoke_without_command=True)
 @namespace_options
+@click.option("--status", type=click.Choice(FLAG_FILTERS), default="open", show_default=True, help="Which flags: by status, or all.")
 @json_option
 @click.pass_context
-def flags(ctx, namespace, all_namespaces, as_json) -> None:
-    """List the open contradiction flags; resolve one with `memstore supersede`.
+def flags(ctx, namespace, all_namespaces, status, as_json) -> None:
+    """List contradiction flags (the open ones by default); settle one with `memstore supersede`.
 
     Each flag is a pair the contradict phase found may contradict each other; the newer
     side is marked as probably current. `memstore supersede OLD --by NEW` resolves it,
-    `memstore flags dismiss N` says the pair is fine.
+    `memstore flags dismiss N` says the pair is fine. A flag follows its memories: it
+    closes when a side is forgotten, superseded, merged or expires (that is its verdict)
+    and moves to the new version when a side is updated. --status resolved|dismissed|all
+    lists the settled ones with how, when and by which run.
 
     \b
     Example:
         memstore flags
+        memstore flags --status all
         memstore flags dismiss 3
     """
     if ctx.invoked_subcommand is not None:
         return
-    rows = open_store(ctx).flags(chosen_namespace(namespace, all_namespaces))
-    print_json(rows) if as_json else print_flags(rows)
+    rows = open_store(ctx).flags(chosen_namespace(namespace, all_namespaces), status=status)
+    print_json(rows) if as_json else print_flags(rows, settled=status != "open")
 
 
 @flags.command("dismiss")
 @click.argument("flag_id", metavar="N", type=int64())
+@json_option
 @click.pass_context
-def flags_dismiss(ctx, flag_id) -> None:
+def flags_dismiss(ctx, flag_id, as_json) -> None:
     """Dismiss flag N: the pair does not contradict itself; it is not flagged again.
+
+    A run of its own: `memstore restore --run R` opens the flag again.
 
     \b
     Example:
         memstore flags dismiss 3
     """
-    open_store(ctx).dismiss_flag(flag_id)
-    click.echo(f"flag {flag_id} dismissed")
+    done = open_store(ctx).dismiss_flag(flag_id)
+    if as_json:
+        return print_json(done)
+    echo(f"run {done['run_id']}: flag {flag_id} dismissed")
+    print_undo(ctx, done["run_id"])

@@ -88,6 +88,10 @@ def list_kept_option(fn: Callable) -> Callable:
     )(fn)  # fmt: skip
 
 
+def all_archived_option(fn: Callable) -> Callable:
+    return click.option("--all", "show_all", is_flag=True, help="List every archived memory, not only the first ones.")(fn)
+
+
 def parse_meta(meta: str | None) -> Any:
     try:
         return None if meta is None else strict_json(meta)

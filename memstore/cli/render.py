@@ -56,20 +56,32 @@ def iso(ms: int | None) -> str:
         return ""
 
 
+# The fields of a memory that hold a moment (Unix ms), shown to people as UTC date-times.
+TIME_FIELDS = ("timestamp", "created_at", "updated_at", "last_recalled_at", "expires_at", "stored_at", "archived_at")
+
+
+def when(ms: int | None) -> str:
+    """A moment for people: its UTC date-time, or the ms themselves when no calendar holds it."""
+    return "" if ms is None else iso(ms) or str(ms)
+
+
 def print_row(row: dict[str, Any]) -> None:
-    """One memory as `field  value` lines, times also in UTC."""
+    """One memory as `field  value` lines, times as UTC date-times (`--json` keeps the ms)."""
     row = dict(row, pinned="yes" if row["pinned"] else "no")
-    for field in ("timestamp", "created_at", "updated_at", "last_recalled_at", "expires_at", "stored_at", "archived_at"):
+    for field in TIME_FIELDS:
         if row.get(field) is not None:
-            when = iso(row[field])
-            row[field] = f"{row[field]} ({when} UTC)" if when else str(row[field])
+            row[field] = f"{when(row[field])} UTC" if iso(row[field]) else str(row[field])
     width = max(len(k) for k in row)
     for key, value in row.items():
         echo(f"{key.ljust(width)}  {'' if value is None else value}")
 
 
-def print_run(ctx: click.Context, report) -> None:
-    """The human summary of a consolidate or prune run."""
+# Archived rows a consolidate or prune run prints before "... and N more" (--all: every one).
+FIRST_ARCHIVED = 10
+
+
+def print_run(ctx: click.Context, report, show_all: bool = False) -> None:
+    """The human summary of a consolidate or prune run, and the first archived rows (`show_all`: every one)."""
     kept = f"{report.kept_count} ({report.pinned_kept} pinned)"
     if report.kind == "expire":
         archived = f"{report.expired} expired"
@@ -83,9 +95,12 @@ def print_run(ctx: click.Context, report) -> None:
         echo(f"dry run, nothing written: {report.live_before} live; would keep {kept}, archive {archived}")
     else:
         echo(f"run {report.run_id}: {report.live_before} live before; kept {kept}, archived {archived}")
-    if report.archived:
+    shown = report.archived if show_all else report.archived[:FIRST_ARCHIVED]
+    if shown:
         print_table(["archived", "namespace", "reason", "superseded_by"],
-                    [[a.id, a.namespace, a.reason, a.superseded_by] for a in report.archived])  # fmt: skip
+                    [[a.id, a.namespace, a.reason, a.superseded_by] for a in shown])  # fmt: skip
+    if len(shown) < len(report.archived):
+        echo(f"... and {len(report.archived) - len(shown)} more (--all lists every one, --json too)")
     if report.kept_ids is not None:
         echo(f"kept: {' '.join(report.kept_ids)}")
     if report.checks:
@@ -96,16 +111,22 @@ def print_run(ctx: click.Context, report) -> None:
         print_undo(ctx, report.run_id)
 
 
-def print_undo(ctx: click.Context, run_id: int) -> None:
+def command(ctx: click.Context, arguments: str) -> str:
+    """A memstore command line to run next, with the --db this one was given (if on the command line)."""
     db_option = ""
     if ctx.find_root().get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
         # A password stays masked even here: this line lands in cron mail and logs.
         db_option = f"--db {shlex.quote(shown_location(ctx.find_root().params['db']))} "
-    echo(f"undo with: memstore {db_option}restore --run {run_id}")
+    return f"memstore {db_option}{arguments}"
 
 
-def print_maintain(report) -> None:
-    """Each phase of a maintain run on a line, then what it archived and flagged."""
+def print_undo(ctx: click.Context, run_id: int) -> None:
+    echo(f"undo with: {command(ctx, f'restore --run {run_id}')}")
+
+
+def print_maintain(ctx: click.Context, report) -> None:
+    """Each phase of a maintain run on a line, then what it archived and flagged; the new flags end
+    it with the two commands that settle each one."""
     if report.dry_run:
         echo("dry run, nothing written:")
     for phase in report.phases:
@@ -117,7 +138,15 @@ def print_maintain(report) -> None:
             by = f" -> {entry['superseded_by']}" if entry["superseded_by"] else ""
             echo(f"    archived {entry['id']} as {entry['reason']}{by}{similarity}")
         for flag in phase.flags:
-            echo(f"    flagged {flag['a']} vs {flag['b']} (newer) cosine {flag['similarity']:.3f}: {flag['reason']}")
+            number = "" if flag["id"] is None else f"flag {flag['id']}: "
+            echo(f"    {number}flagged {flag['a']} vs {flag['b']} (newer) cosine {flag['similarity']:.3f}: {flag['reason']}")
+    new = report.new_flags
+    if new and not report.dry_run:
+        echo(f"{len(new)} new contradiction {'flag' if len(new) == 1 else 'flags'} to settle ({command(ctx, 'flags')} shows both texts):")
+        for flag in new:
+            keep = command(ctx, f"supersede {shlex.quote(flag['a'])} --by {shlex.quote(flag['b'])}")
+            dismiss = command(ctx, f"flags dismiss {flag['id']}")
+            echo(f"  flag {flag['id']}: keep {flag['b']} (newer) with `{keep}`, or keep both with `{dismiss}`")
 
 
 def print_inventory(result: dict[str, Any]) -> None:
@@ -161,46 +190,126 @@ def print_checks(results, k: int) -> None:
     echo(f"{sum(1 for r in results if r.passed)}/{len(results)} checks passed")
 
 
+def flag_mark(mark: dict[str, Any] | None) -> str:
+    """A recalled memory's open flag, as the recall table shows it: "#3 vs r2"."""
+    return "" if mark is None else f"#{mark['id']} vs {mark['other_id']}"
+
+
 def print_recalled(rows: list[dict[str, Any]]) -> None:
     print_table(
-        ["id", "importance", "recalls", "found by", "text"],
-        [[r["id"], r["importance"], r["recall_count"], "+".join(r["found_by"]), r["text"]] for r in rows],
+        ["id", "importance", "recalls", "found by", "open flag", "text"],
+        [[r["id"], r["importance"], r["recall_count"], "+".join(r["found_by"]), flag_mark(r.get("open_flag")), r["text"]] for r in rows],
     )
 
 
-def print_flags(rows: list[dict[str, Any]]) -> None:
-    print_table(
-        ["flag", "older", "newer (probably current)", "cosine", "reason"],
-        [[r["id"], f"{r['older_id']}: {r['older_text']}", f"{r['newer_id']}: {r['newer_text']}", f"{r['similarity']:.3f}", r["reason"]] for r in rows],
-    )
+def print_flags(rows: list[dict[str, Any]], *, settled: bool = False) -> None:
+    """Flags side by side; with `settled`, also each one's status, when it was raised and by which
+    run, and how, when and by which run it was settled."""
+    def side(r: dict[str, Any], which: str) -> str:
+        gone = " (archived)" if r[f"{which}_state"] == "archived" else ""
+        return f"{r[f'{which}_id']}{gone}: {r[f'{which}_text']}"
+
+    headers = ["flag", "older", "newer (probably current)", "cosine", "reason"]
+    cells = [[r["id"], side(r, "older"), side(r, "newer"), f"{r['similarity']:.3f}", r["reason"]] for r in rows]
+    if settled:
+        headers[1:1] = ["status", "raised (UTC)", "by run", "settled", "settled (UTC)", "by run"]
+        for r, row in zip(rows, cells):
+            row[1:1] = [r["status"], iso(r["flagged_at"]), r["run_id"], r["verdict"] or "", iso(r["closed_at"]), r["closed_by_run"]]
+    print_table(headers, cells)
 
 
 def print_memories(rows: list[dict[str, Any]], *, archived: bool) -> None:
     if archived:
         print_table(
-            ["id", "namespace", "reason", "superseded_by", "run", "text"],
-            [[r["id"], r["namespace"], r["reason"], r["superseded_by"], r["run_id"], r["text"]] for r in rows],
+            ["id", "namespace", "reason", "superseded_by", "run", "archived (UTC)", "text"],
+            [[r["id"], r["namespace"], r["reason"], r["superseded_by"], r["run_id"], when(r["archived_at"]), r["text"]] for r in rows],
         )
     else:
         print_table(
-            ["id", "namespace", "importance", "timestamp", "pinned", "text"],
-            [[r["id"], r["namespace"], r["importance"], r["timestamp"], "yes" if r["pinned"] else "", r["text"]] for r in rows],
-        )
+            ["id", "namespace", "importance", "written (UTC)", "expires (UTC)", "pinned", "text"],
+            [[r["id"], r["namespace"], r["importance"], when(r["timestamp"]), when(r["expires_at"]), "yes" if r["pinned"] else "", r["text"]]
+             for r in rows],
+        )  # fmt: skip
 
 
-def print_runs(rows: list[dict[str, Any]]) -> None:
+# How `did` (memstore.reads.what_it_did) reads: count, then the word for one and for several.
+DID_WORDS = {
+    "expired": ("expired", "expired"), "duplicates": ("duplicate", "duplicates"), "merged": ("merged", "merged"),
+    "evicted": ("evicted", "evicted"), "stale": ("stale", "stale"), "forgotten": ("forgotten", "forgotten"),
+    "updated": ("updated", "updated"), "superseded": ("superseded", "superseded"), "dismissed": ("flag dismissed", "flags dismissed"),
+    "flagged": ("flag raised", "flags raised"), "flags_settled": ("flag settled", "flags settled"),
+}  # fmt: skip
+
+
+def did_text(did: dict[str, int]) -> str:
+    """What a run did, for people: "2 duplicates, 1 evicted, 1 flag settled"."""
+    return ", ".join(f"{count} {DID_WORDS[name][count != 1]}" for name, count in did.items()) or "nothing"
+
+
+def run_status(run: dict[str, Any]) -> str:
+    return f"restored {when(run['restored_at'])}" if run["status"] == "restored" else run["status"]
+
+
+def print_runs(rows: list[dict[str, Any]], more: bool = False) -> None:
+    """Runs newest first with what each did; `more`: older runs were left out."""
     print_table(
-        ["run", "kind", "namespace", "capacity", "started (UTC)", "status", "before", "kept", "expired", "duplicates", "evicted", "stale"],
-        [[r["id"], r["kind"], r["namespace"] or "(all)", r["capacity"], iso(r["started_at"]), r["status"],
-          r["live_before"], r["kept"], r["expired"], r["duplicates"], r["evicted"], r["stale"]] for r in rows],
-    )  # fmt: skip
+        ["run", "kind", "namespace", "started (UTC)", "status", "did"],
+        [[r["id"], r["kind"], r["namespace"] or "(all)", iso(r["started_at"]), run_status(r), did_text(r["did"])] for r in rows],
+    )
+    if more:
+        echo(f"(the newest {len(rows)} runs; --limit N or --all shows more)")
+
+
+def print_run_whole(ctx: click.Context, run: dict[str, Any]) -> None:
+    """One run: what it was, what it did, every memory it archived, the flags it raised and settled."""
+    scope = run["namespace"] or "every namespace"
+    echo(f"run {run['id']}: {run['kind']} in {scope}, started {when(run['started_at'])} UTC, {run_status(run)}")
+    echo(f"did: {did_text(run['did'])}")
+    if run["params"]:
+        echo(f"params: {json.dumps(run['params'], ensure_ascii=False, sort_keys=True)}")
+    if run["archived"]:
+        echo(f"archived ({len(run['archived'])}):")
+        print_table(["id", "namespace", "reason", "superseded_by", "cosine"],
+                    [[a["id"], a["namespace"], a["reason"], a["superseded_by"], "" if a["similarity"] is None else f"{a['similarity']:.3f}"]
+                     for a in run["archived"]])  # fmt: skip
+    if run["restored"]:
+        echo(f"restored ({len(run['restored'])}): {' '.join(run['restored'])}")
+    for title, flags in (("flags raised", run["flags_raised"]), ("flags settled", run["flags_settled"])):
+        if flags:
+            echo(f"{title} ({len(flags)}):")
+            print_table(["flag", "older", "newer", "status", "verdict"],
+                        [[f["id"], f["older_id"], f["newer_id"], f["status"], f["verdict"]] for f in flags])  # fmt: skip
+    if run["status"] == "applied":
+        undo = command(ctx, f"restore --run {run['id']}")
+        echo(f"undo with: {undo} (--dry-run shows what it would bring back)")
+
+
+def print_restore(ctx: click.Context, report) -> None:
+    """What undoing a run did, or (a dry run) would do."""
+    count = len(report.restored_ids)
+    back = f"{count} {'memory' if count == 1 else 'memories'} back in the live set"
+    if report.dry_run:
+        echo(f"dry run, nothing written: restoring run {report.run_id} ({report.kind}) would bring {back}")
+    else:
+        echo(f"run {report.run_id} restored: {back}")
+    if report.restored_ids:
+        echo(f"  back: {' '.join(report.restored_ids)}")
+    if report.retired:
+        echo(f"  archived again: {report.retired} (the version the update wrote)")
+    if report.reopened_flags:
+        echo(f"  flags open again: {' '.join(str(flag) for flag in report.reopened_flags)}")
+    if report.removed_flags:
+        echo(f"  flags removed (the run raised them): {' '.join(str(flag) for flag in report.removed_flags)}")
+    if report.dry_run:
+        echo(f"restore with: {command(ctx, f'restore --run {report.run_id}')}")
 
 
 def print_history(rows: list[dict[str, Any]]) -> None:
     print_table(
-        ["id", "state", "reason", "superseded_by", "run", "written (UTC)", "text"],
-        [[r["id"], r["state"], r["reason"], r["superseded_by"], r["run_id"], iso(r["timestamp"]), r["text"]] for r in rows],
-    )
+        ["id", "state", "reason", "superseded_by", "run", "written (UTC)", "archived (UTC)", "text"],
+        [[r["id"], r["state"], r["reason"], r["superseded_by"], r["run_id"], when(r["timestamp"]), when(r["archived_at"]), r["text"]]
+         for r in rows],
+    )  # fmt: skip
 
 
 def print_check(report) -> None:

@@ -12,7 +12,7 @@ from ..files import replaced_privately
 from ..migrate import SCHEMA_HEAD
 from ..records import memory_state, now_ms
 from .options import INTEGER, as_of_option, chosen_namespace, int64, json_option, lifetime_options, namespace_options, open_store, parse_meta
-from .render import echo, print_check, print_json, print_memories, print_row, print_runs
+from .render import echo, print_check, print_json, print_memories, print_restore, print_row, print_run_whole, print_runs
 
 
 @click.command()
@@ -181,38 +181,56 @@ def show(ctx, memory_id, as_json) -> None:
     print_json(row) if as_json else print_row(row)
 
 
+# Runs `memstore runs` lists unless told otherwise: a person looks at the latest.
+RUNS_SHOWN = 20
+
+
 @click.command()
-@click.option("--limit", type=int64(0), default=None, help="At most N runs.")
+@click.argument("run_id", metavar="[N]", type=int64(), required=False)
+@click.option("--limit", type=int64(0), default=RUNS_SHOWN, show_default=True, help="At most N runs.")
+@click.option("--all", "show_all", is_flag=True, help="Every run.")
 @json_option
 @click.pass_context
-def runs(ctx, limit, as_json) -> None:
-    """List consolidation runs, newest first.
+def runs(ctx, run_id, limit, show_all, as_json) -> None:
+    """List runs, newest first, with what each did; `runs N` shows run N whole.
+
+    Every job, maintain phase that changed something, correction and dismissal is a run.
+    Run N whole: what it archived (reasons, superseded_by), what a restore of it brought
+    back, the flags it raised and settled.
 
     \b
     Example:
-        memstore runs --limit 5
+        memstore runs
+        memstore runs 3
     """
-    rows = open_store(ctx).runs(limit)
-    print_json(rows) if as_json else print_runs(rows)
+    store = open_store(ctx)
+    if run_id is not None:
+        run = store.run(run_id)
+        return print_json(run) if as_json else print_run_whole(ctx, run)
+    rows = store.runs(None if show_all else limit + 1)  # one more: says whether older ones were left out
+    more = not show_all and len(rows) > limit
+    rows = rows[:limit] if more else rows
+    print_json(rows) if as_json else print_runs(rows, more)
 
 
 @click.command()
 @click.option("--run", "run_id", type=int64(), required=True, help="The run to undo (see `memstore runs`).")
+@click.option("--dry-run", is_flag=True, help="Show what the undo would bring back; write nothing.")
 @json_option
 @click.pass_context
-def restore(ctx, run_id, as_json) -> None:
+def restore(ctx, run_id, dry_run, as_json) -> None:
     """Undo a run.
 
-    Every memory the run archived goes back to the live set, whole.
+    Every memory the run archived goes back to the live set, whole; the flags it settled
+    open again, those it raised go. --dry-run shows exactly that and writes nothing.
 
     \b
     Example:
+        memstore restore --run 3 --dry-run
         memstore restore --run 3
     """
-    report = open_store(ctx).restore(run_id)
-    if as_json:
-        return print_json({"run_id": report.run_id, "restored_ids": report.restored_ids})
-    click.echo(f"run {report.run_id} restored: {len(report.restored_ids)} memories back in the live set")
+    report = open_store(ctx).restore(run_id, dry_run=dry_run)
+    print_json(report.to_dict()) if as_json else print_restore(ctx, report)
 
 
 @click.command()

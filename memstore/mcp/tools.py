@@ -57,6 +57,11 @@ class Remembered(TypedDict):
     same_key_ids: list[str]
 
 
+class FlagMark(TypedDict):
+    id: int
+    other_id: str
+
+
 class RecallHit(TypedDict):
     id: str
     text: str
@@ -64,6 +69,7 @@ class RecallHit(TypedDict):
     timestamp: int
     score: float
     found_by: list[str]
+    open_flag: FlagMark | None
 
 
 class Forgotten(TypedDict):
@@ -203,8 +209,10 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         recalled (memories never recalled go stale first).
 
         Returns up to k memories, best match first: {id, text, importance, timestamp (Unix ms),
-        score (higher is better), found_by (["lexical"], ["semantic"] or both)}; an empty list
-        when nothing matches.
+        score (higher is better), found_by (["lexical"], ["semantic"] or both), open_flag}; an
+        empty list when nothing matches. open_flag is null, or {id, other_id} when the memory may
+        contradict the memory other_id and a person has not settled which is current yet: do not
+        rely on either as certain, and say so if it matters.
         """
         with tool_errors(location):
             rows = store.recall(query, k, namespace)

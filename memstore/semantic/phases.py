@@ -14,13 +14,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, insert, or_, select, update
+from sqlalchemy import Connection, and_, insert, or_, select, update
 
 from .. import vector_index
 from ..db import rows_in
 from ..live_counts import live_counts
 from ..reference import stage1_order
-from ..runs import ConsolidationReport, archive_ids, archived_entries, finish_run, lock_jobs, max_seq, merge_recall_history, start_run
+from ..runs import ConsolidationReport, archive_ids, archived_entries, finish_run, lock_jobs, max_seq, merge_recall_history, saved_marks, start_run
 from ..records import now_ms
 from ..schema import contradiction_flags, memories, memory_vectors, unexpired
 from ..schema import consolidation_runs as runs
@@ -48,9 +48,10 @@ class FlagEntry:
     similarity: float
     reason: str
     namespace: str
+    id: int | None = None  # the flag's id (None in a dry run, which keeps none)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a": self.older, "b": self.newer, "similarity": self.similarity, "reason": self.reason, "namespace": self.namespace}
+        return {"id": self.id, "a": self.older, "b": self.newer, "similarity": self.similarity, "reason": self.reason, "namespace": self.namespace}
 
 
 @dataclass
@@ -73,16 +74,19 @@ class SemanticReport(ConsolidationReport):
 
 def _marks(conn: Connection, kind: str, namespace: str, before_run: int) -> tuple[int, int, frozenset[str]] | None:
     """(seq, embedded_at, deferred ids) up to which the last run of `kind` over `namespace` (before
-    this one) compared everything, but for the memories whose pairs it deferred."""
+    this one, not restored) compared everything, but for the memories whose pairs it deferred; or
+    how far a later run of its kind that found nothing compared (it recorded no run, only that)."""
     params = conn.execute(
         select(runs.c.params)
-        .where(runs.c.kind == kind, runs.c.id < before_run, or_(runs.c.namespace == namespace, runs.c.namespace.is_(None)))
+        .where(
+            runs.c.kind == kind, runs.c.id < before_run, runs.c.status != "restored",
+            or_(runs.c.namespace == namespace, runs.c.namespace.is_(None)),
+        )
         .order_by(runs.c.id.desc())
         .limit(1)
-    ).scalar_one_or_none()
-    if not params or "seq_through" not in params:
-        return None
-    return params["seq_through"], params["vectors_through"], frozenset(params.get("deferred", ()))
+    ).scalar_one_or_none()  # fmt: skip
+    found = [(p["seq_through"], p["vectors_through"], frozenset(p.get("deferred", ()))) for p in [params or {}, *saved_marks(conn, kind, namespace)] if "seq_through" in p]
+    return max(found, key=lambda marks: marks[:2]) if found else None
 
 
 def candidate_pairs(
@@ -278,25 +282,35 @@ def contradict_in_transaction(
     dry_run: bool = False,
 ) -> SemanticReport:
     """Flag the pairs the classifier calls a contradiction, for a person to resolve (`supersede`) or
-    dismiss; a pair flagged once (whatever became of the flag) is not flagged again."""
+    dismiss; a pair flagged once (whatever became of the flag, unless the run that raised it was
+    restored) is not flagged again. A flag follows its memories (memstore.flag_lifecycle): an
+    updated side's flag is on its new version already, so the new version's pair is known."""
     report, run_id, counts, model = _begin(conn, "contradict", namespace, now, duplicate_at, related_at, dry_run)
     for each in _namespaces(conn, namespace):
         for pair, kind, reason, row_a, row_b in _classified(conn, report, run_id, model, each, duplicate_at, related_at):
             if kind != "contradiction":
                 continue
             older, newer = sorted((row_a, row_b), key=lambda row: (row["timestamp"], row["id"]))
+            # Either order: a flag moved by an update keeps its pair ordered by time, which an
+            # explicit timestamp may have put the other way round.
             known = conn.execute(
                 select(contradiction_flags.c.id).where(
-                    contradiction_flags.c.older_id == older["id"], contradiction_flags.c.newer_id == newer["id"]
+                    or_(
+                        and_(contradiction_flags.c.older_id == older["id"], contradiction_flags.c.newer_id == newer["id"]),
+                        and_(contradiction_flags.c.older_id == newer["id"], contradiction_flags.c.newer_id == older["id"]),
+                    )
                 )
             ).first()
             if known is not None:
                 continue
-            conn.execute(
+            flag_id = conn.execute(
                 insert(contradiction_flags).values(
                     namespace=each, older_id=older["id"], newer_id=newer["id"], similarity=pair.similarity,
                     reason=reason, status="open", run_id=run_id, flagged_at=now,
-                )
-            )  # fmt: skip
-            report.flags.append(FlagEntry(older["id"], newer["id"], pair.similarity, reason, each))
+                ).returning(contradiction_flags.c.id)
+            ).scalar_one()  # fmt: skip
+            report.flags.append(FlagEntry(older["id"], newer["id"], pair.similarity, reason, each, None if dry_run else flag_id))
+    if report.flags:  # what `memstore runs` says it did, even once restored (which takes the flags away)
+        report.params["flagged"] = len(report.flags)
+        conn.execute(update(runs).where(runs.c.id == run_id).values(params=report.params))
     return finish_run(conn, report, run_id, counts)
