@@ -264,6 +264,11 @@ def add(conn: Connection, ids: Sequence[str]) -> None:
     query = select(memories.c.id, memories.c.namespace, memory_vectors.c.vector, memory_vectors.c.model).join(
         memory_vectors, memory_vectors.c.memory_id == memories.c.id
     )
+    if kind == "pgvector":
+        # FOR SHARE: a memory another transaction is archiving right now (a put's update, a job)
+        # is waited for and then left out. Read without the lock, it still looks live, and its
+        # vector would enter the index after that transaction had taken it out.
+        query = query.with_for_update(read=True, of=memories)
     width = _width(conn, kind)
     rows = [row[:3] for row in rows_in(conn, query, memories.c.id, list(ids)) if row.model == model_name and usable(row.vector, width)]
     _insert(conn, kind, rows)

@@ -206,3 +206,39 @@ def test_the_ttl_sweeper_carries_on_after_its_connection_is_killed(pg_url, caplo
     finally:
         lg.stop_ttl_sweeper(10)
         lg.close()
+
+
+def test_a_vector_written_while_its_memory_is_being_archived_stays_out_of_the_pgvector_index(pg_url, model_dir):
+    """The race scripts/probe.py found: `embeddings sync` (inside `maintain`) writes the vector of a
+    memory that a concurrent transaction (a LangGraph put's update) is archiving. Read without a
+    lock, the memory still looks live, so its vector entered the index after the archiving
+    transaction had taken it out: `check` then found index drift."""
+    from memstore.db import write_transaction
+    from memstore.integrity import check_store
+    from memstore.lifecycle import forget_in_transaction
+    from memstore.semantic.vectors import model_of, store_vectors
+
+    with MemoryStore(pg_url) as store:
+        store.add("A fact that is being archived.", id="m1")
+        store.add("A fact that stays.", id="m2")
+        store.enable_embeddings(model_dir)
+        store.sync_embeddings()
+        with store.engine.begin() as conn:
+            conn.execute(text("DELETE FROM memory_vectors WHERE memory_id = 'm1'"))  # m1 is pending again
+            conn.execute(text("DELETE FROM memory_vector_index WHERE memory_id = 'm1'"))
+        with store.engine.connect() as conn:
+            blob = conn.execute(text("SELECT vector FROM memory_vectors WHERE memory_id = 'm2'")).scalar_one()
+        with write_transaction(store.engine) as archiving:
+            forget_in_transaction(archiving, ["m1"], None, None, now_ms())
+
+            def write_vector() -> None:
+                with write_transaction(store.engine) as writer:
+                    store_vectors(writer, model_of(writer), ["m1"], [blob], now_ms())
+
+            thread, errors = _in_thread(write_vector)
+            time.sleep(WAIT_S)  # the vector's transaction reaches the index while m1's archiving is uncommitted
+        thread.join(60)
+        assert not thread.is_alive() and not errors, errors
+        findings = [finding.detail for finding in check_store(store.engine).findings]
+        assert findings == []
+        assert store.get("m1")["reason"] == "forgotten"
