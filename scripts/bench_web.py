@@ -26,8 +26,7 @@ same run and interleaved with it (the order turning each round):
 * ``/memories?q=Q&namespace=NS`` (``--web-runs`` queries, default 50, the first of the bench's Zipf
   mix, whose common words find something in a namespace of 1,000, each in a namespace drawn at random) against ``store.recall(Q, 20, NS, touch=False)``, what the page
   calls to answer it. Target at 1,000,000: p50 <= 2 x recall's p50. The page also reads the
-  namespaces for its list (``queries.namespace_names``, the live counts, since 3102147; before it
-  ``store.namespaces()``, a scan of every row), timed apart, for reference.
+  namespaces its form suggests (``queries.suggested_namespaces``), timed apart, for reference.
 
 For reference, the same two pages through a real server: ``memstore web`` as a process (uvicorn on
 loopback), fetched with httpx from this process, wall time at the client (``--web-runs`` each).
@@ -199,40 +198,33 @@ async def asgi_get(app, path: str, query: str = "") -> tuple[float, int, int]:
 
 
 def overview_reads(store: MemoryStore, parts: dict[str, list[float]] | None = None) -> float:
-    """The reads pages.overview makes for `/` (no namespace asked for: every namespace's figures,
-    the run series, the staleness of `default`), alone; seconds. With `parts`, each read's own time."""
+    """The reads pages.overview makes for `/` (no namespace asked for: the largest namespaces'
+    figures, `default`'s detail and staleness, the run series: `queries.overview`; then
+    `embedding_status()` and `runs(10)`), alone; seconds. With `parts`, each read's own time."""
     from memstore.web import queries
 
     clock = time.perf_counter
     start = clock()
-    now = now_ms()
     with read_transaction(store.engine) as conn:
         t0 = clock()
-        queries.namespace_figures(conn, None, now)
+        queries.overview(conn, None, "default", now_ms(), show_all=False)
         t1 = clock()
-        queries.run_series(conn, None)
-        t2 = clock()
-        queries.staleness_histogram(conn, "default", now)
-        t3 = clock()
     store.embedding_status()
-    t4 = clock()
+    t2 = clock()
     store.runs(10)
     end = clock()
     if parts is not None:
-        for name, seconds in (("namespace_figures", t1 - t0), ("run_series", t2 - t1), ("staleness_histogram", t3 - t2),
-                              ("embedding_status", t4 - t3), ("runs(10)", end - t4)):  # fmt: skip
+        for name, seconds in (("queries.overview", t1 - t0), ("embedding_status", t2 - t1), ("runs(10)", end - t2)):
             parts.setdefault(name, []).append(seconds)
     return end - start
 
 
 def namespace_list(store: MemoryStore) -> list[str]:
-    """What the search page reads for its list of namespaces (whichever this checkout's page reads)."""
+    """What the search page reads to suggest namespaces (`queries.suggested_namespaces`)."""
     from memstore.web import queries
 
-    if hasattr(queries, "namespace_names"):
-        with read_transaction(store.engine) as conn:
-            return queries.namespace_names(conn)
-    return store.namespaces()
+    with read_transaction(store.engine) as conn:
+        return queries.suggested_namespaces(conn)
 
 
 def bench_size(path: Path, info: dict, queries: list[str], args) -> dict:

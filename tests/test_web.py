@@ -126,7 +126,7 @@ def test_a_person_finds_a_memory_settles_flags_corrects_and_undoes_by_clicking(b
     page.screenshot(path=shots / "web-overview.png", full_page=True)
 
     # Search, answered by recall's default mode (hybrid: the store has vectors).
-    page.get_by_role("link", name="Memories").click()
+    page.get_by_role("link", name="Memories", exact=True).click()
     page.get_by_label("Search").fill("how many requests per minute may the API take")
     page.get_by_role("button", name="Show").click()
     first_row = page.locator("tbody tr").first
@@ -135,7 +135,7 @@ def test_a_person_finds_a_memory_settles_flags_corrects_and_undoes_by_clicking(b
     page.screenshot(path=shots / "web-search.png", full_page=True)
 
     # Settle the rate-limit flag: keep r2, r1 is superseded by it.
-    page.get_by_role("link", name="Flags").click()
+    page.get_by_role("link", name="Flags", exact=True).click()
     page.screenshot(path=shots / "web-flags.png", full_page=True)
     page.get_by_role("button", name="Keep r2").click()
     assert page.get_by_role("heading", name="Kept r2").is_visible()
@@ -144,7 +144,7 @@ def test_a_person_finds_a_memory_settles_flags_corrects_and_undoes_by_clicking(b
     assert keep_run["kind"] == "supersede"
 
     # Dismiss the other flag.
-    page.get_by_role("link", name="Flags").click()
+    page.get_by_role("link", name="Flags", exact=True).click()
     flag = seeded.flags()[0]
     page.get_by_role("button", name=f"Dismiss flag {flag['id']}").click()
     assert page.get_by_role("heading", name=f"Dismissed flag {flag['id']}").is_visible()
@@ -165,14 +165,14 @@ def test_a_person_finds_a_memory_settles_flags_corrects_and_undoes_by_clicking(b
     assert seeded.get("u1")["reason"] == "forgotten"
 
     # As of a moment before the update, the old text was the live one.
-    page.get_by_role("link", name="Memories").click()
+    page.get_by_role("link", name="Memories", exact=True).click()
     page.get_by_label("As of (UTC, ISO-8601 or Unix ms)").fill(str(before_update))
     page.get_by_role("button", name="Show").click()
     table = page.locator("table").inner_text()
     assert "every weekday at 9:30" in table and "at 10:00" not in table
 
     # Undo the forget from its run's page: u1 is live again.
-    page.get_by_role("link", name="Runs").click()
+    page.get_by_role("link", name="Runs", exact=True).click()
     page.screenshot(path=shots / "web-runs.png", full_page=True)
     page.get_by_role("link", name=str(forget_run), exact=True).first.click()
     page.get_by_role("button", name=f"Undo run {forget_run}").click()

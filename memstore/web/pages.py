@@ -91,26 +91,23 @@ class Site:
 async def overview(request: Request) -> Response:
     site: Site = request.app.state.site
     store, now = site.store, now_ms()
+    chosen = site.chosen_namespace(request)
+    show_all = request.query_params.get("all") == "yes"
     with read_transaction(store.engine) as conn:
-        figures = queries.namespace_figures(conn, site.scope(), now)
-        chosen = site.chosen_namespace(request)
-        series = queries.run_series(conn, site.scope())
-        histogram = queries.staleness_histogram(conn, chosen, now)
-    embeddings = store.embedding_status()
-    run_labels = [run["id"] for run in series]
+        figures = queries.overview(conn, site.scope(), chosen, now, show_all=show_all)
+    series, bins = figures.runs, queries.STALENESS_BINS
     health = {
         "live": charts.line_chart("Live memories before and after each run", {
             "before": [run["live_before"] for run in series], "kept": [run["kept"] for run in series]}),
         "archived": charts.stacked_bars("What each run archived, by reason", {
             "duplicates": [run["duplicates"] for run in series], "evicted": [run["evicted"] for run in series],
             "expired": [run["expired"] for run in series], "stale": [run["stale"] for run in series]}),
-        "staleness": charts.bars(f"Staleness of the live memories of {chosen}",
-                                 [f"{low:.1f}-{high:.1f}" for low, high in zip(queries.STALENESS_BINS, queries.STALENESS_BINS[1:])], histogram),
+        "staleness": charts.bars(f"Staleness of the live memories of {chosen}", [f"{low:.1f}-{high:.1f}" for low, high in zip(bins, bins[1:])], figures.staleness),
     }  # fmt: skip
+    runs = store.runs(10) if site.scope() is None else [run for run in store.runs(50) if run["namespace"] == site.scope()][:10]
     return site.render(
-        request, "overview.html", figures=figures, reasons=REASONS, runs=store.runs(10) if site.scope() is None else
-        [run for run in store.runs(50) if run["namespace"] == site.scope()][:10], embeddings=embeddings, health=health,
-        chosen=chosen, run_labels=run_labels, check=request.app.state.last_check,
+        request, "overview.html", rows=figures.rows, namespace_count=figures.namespace_count, show_all=show_all, detail=figures.detail,
+        reasons=REASONS, runs=runs, embeddings=store.embedding_status(), health=health, chosen=chosen, check=request.app.state.last_check,
     )  # fmt: skip
 
 
@@ -159,7 +156,7 @@ async def memories_page(request: Request) -> Response:
         names = [site.namespace]
     else:
         with read_transaction(site.store.engine) as conn:
-            names = queries.namespace_names(conn)
+            names = queries.suggested_namespaces(conn)
     return site.render(
         request, "memories.html", rows=rows, namespace=namespace, namespaces=names, query=query, as_of=as_of_text,
         as_of_ms=as_of, pinned=params.get("pinned", ""), expiring=expiring, next_cursor=next_cursor, mode=mode,

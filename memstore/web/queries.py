@@ -1,5 +1,5 @@
 """What the web page reads besides the `MemoryStore` calls the CLI makes: the overview's counts (from
-the live counts, indexes and run records, never a scan of the memories), a page of memories in rank
+the live counts, run records and one namespace's index ranges, never a scan of the memories), a page of memories in rank
 order after a keyset cursor, and one run whole. Reads only; every action goes through MemoryStore.
 """
 
@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select
+from sqlalchemy import Connection, and_, func, or_, select, text
 
 from ..hygiene import staleness
 from ..live_counts import live_counts
 from ..runs import archived_entries
-from ..schema import RANK_ORDER, contradiction_flags, memories, unexpired
+from ..schema import LIVE_COUNTS_TABLE, RANK_ORDER, contradiction_flags, memories, unexpired
 from ..schema import consolidation_runs as runs
 from ..schema import memory_archive as archive
 
@@ -24,53 +24,65 @@ STALENESS_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 CHART_RUNS = 60
 
 
+# The overview's table shows this many namespaces, the largest first; the rest are a click away.
+OVERVIEW_NAMESPACES = 50
+
+
 @dataclass
-class NamespaceFigures:
+class NamespaceRow:
     namespace: str
     live: int = 0
     pinned: int = 0
-    expiring_week: int = 0
     open_flags: int = 0
+
+
+@dataclass
+class NamespaceDetail:
+    """The figures of one namespace that need its rows: read for the namespace shown, not for all."""
+
+    namespace: str
+    expiring_week: int = 0
     archived: dict[str, int] = field(default_factory=dict)
 
 
-def namespace_figures(conn: Connection, namespace: str | None, now: int) -> list[NamespaceFigures]:
-    """Per namespace (one, or every one): live and pinned (SQLite's trigger-kept counts, else one
-    pass over the rank index), expiring within a week (the expiry index), open flags and archived
-    memories by reason (the archive's namespace index), in namespace order."""
-    figures: dict[str, NamespaceFigures] = {}
-
-    def of(name: str) -> NamespaceFigures:
-        return figures.setdefault(name, NamespaceFigures(name))
-
-    # SQLite keeps the counts by trigger; PostgreSQL counts them in one pass over the rank index.
+def namespace_rows(conn: Connection, namespace: str | None, *, limit: int | None) -> tuple[list[NamespaceRow], int]:
+    """Live and pinned memories and open flags per namespace (one, or every one), the largest
+    first (ties by name), at most `limit`; and how many namespaces there are. Live counts are
+    SQLite's trigger-kept ones (one pass over PostgreSQL's rank index); flags are few."""
+    rows: dict[str, NamespaceRow] = {}
     for name, count in live_counts(conn, namespace, incremental=conn.dialect.name == "sqlite").items():
-        of(name).live, of(name).pinned = count.unpinned + count.pinned, count.pinned
-    soon = (
-        select(memories.c.namespace, func.count())
-        .where(memories.c.expires_at.is_not(None), memories.c.expires_at > now, memories.c.expires_at <= now + 7 * DAY_MS)
-        .group_by(memories.c.namespace)
-    )
+        rows[name] = NamespaceRow(name, count.unpinned + count.pinned, count.pinned)
     flags = select(contradiction_flags.c.namespace, func.count()).where(contradiction_flags.c.status == "open").group_by(contradiction_flags.c.namespace)
-    archived = select(archive.c.namespace, archive.c.reason, func.count()).group_by(archive.c.namespace, archive.c.reason)
     if namespace is not None:
-        soon = soon.where(memories.c.namespace == namespace)
         flags = flags.where(contradiction_flags.c.namespace == namespace)
-        archived = archived.where(archive.c.namespace == namespace)
-    for name, count in conn.execute(soon):
-        of(name).expiring_week = count
     for name, count in conn.execute(flags):
-        of(name).open_flags = count
-    for name, reason, count in conn.execute(archived):
-        of(name).archived[reason] = count
-    return [figures[name] for name in sorted(figures)]
+        rows.setdefault(name, NamespaceRow(name)).open_flags = count
+    ordered = sorted(rows.values(), key=lambda row: (-row.live, row.namespace))
+    return ordered[:limit], len(ordered)
 
 
-def namespace_names(conn: Connection) -> list[str]:
-    """The namespaces that hold live memories, from the live counts (SQLite's trigger-kept table, or
-    one pass over PostgreSQL's rank index), not from a scan for distinct values, which at 1M rows
-    costs seconds."""
-    return sorted(live_counts(conn, None, incremental=conn.dialect.name == "sqlite"))
+def namespace_detail(conn: Connection, namespace: str, now: int) -> NamespaceDetail:
+    """Expiring within a week and archived by reason, for one namespace (its index ranges only)."""
+    detail = NamespaceDetail(namespace)
+    detail.expiring_week = conn.execute(
+        select(func.count()).select_from(memories).where(
+            memories.c.namespace == namespace, memories.c.expires_at.is_not(None),
+            memories.c.expires_at > now, memories.c.expires_at <= now + 7 * DAY_MS,
+        )
+    ).scalar_one()  # fmt: skip
+    archived = select(archive.c.reason, func.count()).where(archive.c.namespace == namespace).group_by(archive.c.reason)
+    detail.archived = {reason: count for reason, count in conn.execute(archived)}
+    return detail
+
+
+def suggested_namespaces(conn: Connection) -> list[str]:
+    """Namespaces the search form suggests: on SQLite the largest OVERVIEW_NAMESPACES by the
+    trigger-kept counts (one small table, read as it is: a suggestion may be a moment stale); on
+    PostgreSQL none, since listing them means a pass over the rank index on every search."""
+    if conn.dialect.name != "sqlite":
+        return []
+    query = text(f"SELECT namespace FROM {LIVE_COUNTS_TABLE} WHERE unpinned + pinned > 0 ORDER BY unpinned + pinned DESC, namespace LIMIT :n")
+    return list(conn.execute(query, {"n": OVERVIEW_NAMESPACES}).scalars())
 
 
 def run_series(conn: Connection, namespace: str | None) -> list[dict[str, Any]]:
@@ -92,6 +104,23 @@ def staleness_histogram(conn: Connection, namespace: str, now: int) -> list[int]
         score = staleness(row, now)
         counts[min(int(score / 0.2), len(counts) - 1)] += 1
     return counts
+
+
+@dataclass
+class Overview:
+    rows: list[NamespaceRow]
+    namespace_count: int
+    detail: NamespaceDetail
+    runs: list[dict[str, Any]]  # the chart's runs, oldest first
+    staleness: list[int]
+
+
+def overview(conn: Connection, scope: str | None, chosen: str, now: int, *, show_all: bool) -> Overview:
+    """Everything the overview page reads in the database besides `MemoryStore.runs` and
+    `embedding_status`, in one read transaction (scripts/bench_web.py times this as the page's
+    baseline)."""
+    rows, count = namespace_rows(conn, scope, limit=None if show_all else OVERVIEW_NAMESPACES)
+    return Overview(rows, count, namespace_detail(conn, chosen, now), run_series(conn, scope), staleness_histogram(conn, chosen, now))
 
 
 def memory_page(
@@ -129,4 +158,7 @@ def run_whole(conn: Connection, run_id: int, namespace: str | None) -> dict[str,
     return {**dict(row), "archived": entries, "flags": [dict(flag) for flag in conn.execute(raised).mappings()]}
 
 
-__all__ = ["NamespaceFigures", "STALENESS_BINS", "memory_page", "namespace_figures", "namespace_names", "run_series", "run_whole", "staleness_histogram"]
+__all__ = [
+    "NamespaceDetail", "NamespaceRow", "OVERVIEW_NAMESPACES", "Overview", "STALENESS_BINS", "memory_page", "namespace_detail",
+    "namespace_rows", "overview", "run_series", "run_whole", "staleness_histogram", "suggested_namespaces",
+]
