@@ -19,8 +19,8 @@ page's reads, the template, the security headers); no HTTP parsing, no socket. A
 same run and interleaved with it (the order turning each round):
 
 * ``/`` (the overview, ``--web-runs`` times, default 50) against the reads ``pages.overview`` makes,
-  made alone: ``queries.namespace_figures``, ``queries.run_series`` and
-  ``queries.staleness_histogram("default")`` in one read transaction, then
+  made alone: ``queries.overview`` (the largest namespaces, ``default``'s detail and staleness, the
+  run series) in one read transaction, then
   ``store.embedding_status()`` and ``store.runs(10)``. Targets at 1,000,000: p50 <= 2 x the reads'
   p50, and p50 <= 100 ms. Each read's own p50 is reported, for reference.
 * ``/memories?q=Q&namespace=NS`` (``--web-runs`` queries, default 50, the first of the bench's Zipf
