@@ -132,6 +132,7 @@ def test_a_person_finds_a_memory_settles_flags_corrects_and_undoes_by_clicking(b
     first_row = page.locator("tbody tr").first
     assert first_row.locator("td").first.inner_text() in ("r1", "r2")
     assert "semantic" in first_row.inner_text()
+    assert "may contradict" in first_row.inner_text()  # r1 and r2 are flagged against each other
     page.screenshot(path=shots / "web-search.png", full_page=True)
 
     # Settle the rate-limit flag: keep r2, r1 is superseded by it.
@@ -149,6 +150,13 @@ def test_a_person_finds_a_memory_settles_flags_corrects_and_undoes_by_clicking(b
     page.get_by_role("button", name=f"Dismiss flag {flag['id']}").click()
     assert page.get_by_role("heading", name=f"Dismissed flag {flag['id']}").is_visible()
     assert flag["id"] not in [f["id"] for f in seeded.flags()] and seeded.flags(status="dismissed")[0]["id"] == flag["id"]
+    # A dismissal is a run: its undo button is on the answer, and it opens the flag again.
+    dismiss_run = seeded.runs(1)[0]["id"]
+    page.get_by_role("button", name=f"Undo run {dismiss_run}").click()
+    assert flag["id"] in [f["id"] for f in seeded.flags()]
+    # Settled flags stay listed, with how they were settled.
+    page.goto(f"{server.base}/flags?status=resolved")
+    assert "resolved: superseded" in page.locator("main").inner_text()
 
     # Correct a memory, then forget another.
     before_update = now_ms()

@@ -192,7 +192,10 @@ async def run_page(request: Request) -> Response:
 async def flags_page(request: Request) -> Response:
     site: Site = request.app.state.site
     namespace = site.scope() if site.scope() is not None else request.query_params.get("namespace") or None
-    flags = site.store.flags(namespace)
+    status = request.query_params.get("status", "open")
+    if status not in ("open", "resolved", "dismissed", "all"):
+        raise ValidationError("the page", "status", f"is not one of open, resolved, dismissed, all: {status[:20]!r}")
+    flags = site.store.flags(namespace, status=status)
     ids = {flag["older_id"] for flag in flags} | {flag["newer_id"] for flag in flags}
     sides = {}
     for memory_id in sorted(ids):
@@ -200,21 +203,15 @@ async def flags_page(request: Request) -> Response:
             sides[memory_id] = site.store.get(memory_id, namespace=site.scope())
         except NotFoundError:
             continue
-    return site.render(request, "flags.html", flags=flags, sides=sides)
+    return site.render(request, "flags.html", flags=flags, sides=sides, shown=status)
 
 
 async def maintain_page(request: Request) -> Response:
     site: Site = request.app.state.site
-    phases = _maintain_phases(request.query_params.get("stale") == "yes")
-    preview = site.store.maintain(phases, namespace=site.chosen_namespace(request), dry_run=True)
-    return site.render(request, "maintain.html", report=preview, namespace=site.chosen_namespace(request), stale=request.query_params.get("stale") == "yes")
-
-
-def _maintain_phases(with_stale: bool) -> list[str]:
-    from ..maintain import PHASES
-
-    # Archiving memories only because nobody recalled them is asked for, never done unasked.
-    return [phase for phase in PHASES if with_stale or phase != "stale"]
+    # The stale phase (archiving what nobody recalled for long) runs only when asked, as in the CLI.
+    stale = request.query_params.get("stale") == "yes"
+    preview = site.store.maintain(namespace=site.chosen_namespace(request), dry_run=True, stale=stale)
+    return site.render(request, "maintain.html", report=preview, namespace=site.chosen_namespace(request), stale=stale)
 
 
 # -- actions ----------------------------------------------------------------------------------------
@@ -293,8 +290,9 @@ async def dismiss_flag(request: Request) -> Response:
     site: Site = request.app.state.site
     await site.form(request)
     flag = _open_flag(site, request.path_params["flag_id"])
-    site.store.dismiss_flag(flag["id"])
-    return _done(request, f"Dismissed flag {flag['id']}", f"Flag {flag['id']} ({flag['older_id']} vs {flag['newer_id']}) is dismissed.", link="/flags")
+    dismissed = site.store.dismiss_flag(flag["id"])
+    return _done(request, f"Dismissed flag {flag['id']}", f"Flag {flag['id']} ({flag['older_id']} vs {flag['newer_id']}) is dismissed.",
+                 run_id=dismissed["run_id"], link="/flags")  # fmt: skip
 
 
 def _open_flag(site: Site, flag_id: int) -> dict[str, Any]:
@@ -308,7 +306,7 @@ async def run_maintain(request: Request) -> Response:
     site: Site = request.app.state.site
     fields = await site.form(request)
     namespace = site.namespace if site.namespace is not None else fields.get("namespace") or DEFAULT_NAMESPACE
-    report = site.store.maintain(_maintain_phases(fields.get("stale") == "yes"), namespace=namespace)
+    report = site.store.maintain(namespace=namespace, stale=fields.get("stale") == "yes")
     return site.render(request, "maintain.html", report=report, namespace=namespace, stale=fields.get("stale") == "yes")
 
 
