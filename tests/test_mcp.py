@@ -337,13 +337,16 @@ def wait_for_port(port: int, server: subprocess.Popen, timeout: float = 30, host
     raise AssertionError(f"nothing listening on {host}:{port} after {timeout}s")
 
 
+# A raw client's first request, and what it accepts back (streamable HTTP answers JSON or SSE).
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}  # fmt: skip
+
+
 def test_http_needs_the_bearer_token(tmp_path):
     db, port, token = tmp_path / "agent.db", free_port(), "s3cret-token"
     url = f"http://127.0.0.1:{port}/mcp"
-    initialize = {
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-    }  # fmt: skip
     headers = {"Accept": "application/json, text/event-stream"}
     with (tmp_path / "server.log").open("w") as log, (tmp_path / "stdout.txt").open("w") as out:
         # The token from the environment, as a service manager would pass it.
@@ -354,11 +357,11 @@ def test_http_needs_the_bearer_token(tmp_path):
     try:
         wait_for_port(port, server)
         refused = [
-            httpx2.post(url, json=initialize, headers=headers, timeout=10),
-            httpx2.post(url, json=initialize, headers={**headers, "Authorization": "Bearer wrong-token"}, timeout=10),
-            httpx2.post(url, json=initialize, headers={**headers, "Authorization": token}, timeout=10),
+            httpx2.post(url, json=INITIALIZE, headers=headers, timeout=10),
+            httpx2.post(url, json=INITIALIZE, headers={**headers, "Authorization": "Bearer wrong-token"}, timeout=10),
+            httpx2.post(url, json=INITIALIZE, headers={**headers, "Authorization": token}, timeout=10),
             httpx2.get(f"http://127.0.0.1:{port}/anything-else", timeout=10),
-            httpx2.post(f"{url}?token={token}", json=initialize, headers=headers, timeout=10),  # not how a token travels
+            httpx2.post(f"{url}?token={token}", json=INITIALIZE, headers=headers, timeout=10),  # not how a token travels
         ]
         assert [response.status_code for response in refused] == [401] * 5
         assert refused[0].headers["www-authenticate"].startswith("Bearer")
@@ -396,10 +399,6 @@ def test_a_tokenless_server_on_any_loopback_address_refuses_a_rebinding_page(tmp
     port = free_port()
     bracketed = f"[{host}]" if ":" in host else host
     url = f"http://{bracketed}:{port}/mcp"
-    initialize = {
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-    }  # fmt: skip
     accept = {"Accept": "application/json, text/event-stream"}
     env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_MCP_TOKEN"}
     with (tmp_path / "server.log").open("w") as log:
@@ -407,11 +406,11 @@ def test_a_tokenless_server_on_any_loopback_address_refuses_a_rebinding_page(tmp
     try:
         wait_for_port(port, server, host="127.0.0.1" if host == "localhost" else host)
         answers = {
-            "rebinding page": httpx2.post(url, json=initialize, timeout=10, headers={
+            "rebinding page": httpx2.post(url, json=INITIALIZE, timeout=10, headers={
                 **accept, "Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}).status_code,
-            "foreign origin": httpx2.post(url, json=initialize, timeout=10, headers={**accept, "Origin": "http://evil.example"}).status_code,
-            "local client": httpx2.post(url, json=initialize, timeout=10, headers=accept).status_code,
-            "localhost page": httpx2.post(url, json=initialize, timeout=10, headers={
+            "foreign origin": httpx2.post(url, json=INITIALIZE, timeout=10, headers={**accept, "Origin": "http://evil.example"}).status_code,
+            "local client": httpx2.post(url, json=INITIALIZE, timeout=10, headers=accept).status_code,
+            "localhost page": httpx2.post(url, json=INITIALIZE, timeout=10, headers={
                 **accept, "Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"}).status_code,
         }  # fmt: skip
     finally:
