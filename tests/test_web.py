@@ -192,6 +192,20 @@ def test_a_person_finds_a_memory_settles_flags_corrects_and_undoes_by_clicking(b
     context.close()
 
 
+def test_the_overview_links_a_namespaces_report_and_counts_what_waits_for_embeddings(browser, server, seeded):
+    seeded.add("A fact written after the last sync.", id="late")
+    context, page = opened(browser, server)
+    assert "waiting for embeddings: 1" in page.locator("main").inner_text()
+    page.get_by_role("link", name="its hygiene report").click()
+    assert page.get_by_role("heading", name="Hygiene report: default").is_visible()
+    report = seeded.report("default")
+    text = page.locator("main").inner_text()
+    assert f"{report['total_records']} live memories" in text
+    for group in report["exact_duplicate_groups"]:
+        assert " ".join(group) in text
+    context.close()
+
+
 def test_stored_html_shows_as_text_and_runs_nothing(browser, server):
     context, page = opened(browser, server)
     page.goto(f"{server.base}/memories/h1")

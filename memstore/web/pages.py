@@ -206,6 +206,20 @@ async def flags_page(request: Request) -> Response:
     return site.render(request, "flags.html", flags=flags, sides=sides, shown=status)
 
 
+async def report_page(request: Request) -> Response:
+    """The hygiene report of one namespace (`memstore report`): it reads the namespace's rows, so it
+    is a page of its own, one click from the overview, not a figure on it."""
+    site: Site = request.app.state.site
+    namespace = site.chosen_namespace(request)
+    report = site.store.report(namespace)
+    found = {
+        "exact duplicate groups": len(report["exact_duplicate_groups"]), "near-duplicate pairs": len(report["near_duplicate_pairs"]),
+        "possible contradictions": len(report["contradiction_flags"]), "open flags": len(report["open_flags"]),
+    }  # fmt: skip
+    chart = charts.bars(f"What the report finds in {namespace}", list(found), list(found.values()))
+    return site.render(request, "report.html", report=report, namespace=namespace, chart=chart)
+
+
 async def maintain_page(request: Request) -> Response:
     site: Site = request.app.state.site
     # The stale phase (archiving what nobody recalled for long) runs only when asked, as in the CLI.
@@ -342,7 +356,7 @@ def create_app(store: MemoryStore, *, token: str, namespace: str | None = None, 
         Route("/memories/{memory_id:path}", memory_page), Route("/runs", runs_page), Route("/runs/{run_id:int}", run_page),
         Route("/runs/{run_id:int}/undo", undo_run, methods=["POST"]), Route("/flags", flags_page),
         Route("/flags/{flag_id:int}/keep", keep_side, methods=["POST"]), Route("/flags/{flag_id:int}/dismiss", dismiss_flag, methods=["POST"]),
-        Route("/maintain", maintain_page), Route("/maintain", run_maintain, methods=["POST"]), Route("/check", run_check, methods=["POST"]),
+        Route("/report", report_page), Route("/maintain", maintain_page), Route("/maintain", run_maintain, methods=["POST"]), Route("/check", run_check, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]  # fmt: skip
     app = Starlette(routes=routes, exception_handlers={MemstoreError: memstore_error, SQLAlchemyError: memstore_error, HTTPException: http_error})

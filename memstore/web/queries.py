@@ -8,12 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select, text
+from sqlalchemy import Connection, and_, exists, func, or_, select, text
 
 from ..hygiene import staleness
 from ..live_counts import live_counts
 from ..runs import archived_entries
-from ..schema import LIVE_COUNTS_TABLE, RANK_ORDER, contradiction_flags, memories, unexpired
+from ..semantic.vectors import model_of
+from ..schema import LIVE_COUNTS_TABLE, RANK_ORDER, contradiction_flags, memories, memory_vectors, unexpired
 from ..schema import consolidation_runs as runs
 from ..schema import memory_archive as archive
 
@@ -43,6 +44,7 @@ class NamespaceDetail:
     namespace: str
     expiring_week: int = 0
     archived: dict[str, int] = field(default_factory=dict)
+    pending_embeddings: int | None = None  # None: the store has no embedding model
 
 
 def namespace_rows(conn: Connection, namespace: str | None, *, limit: int | None) -> tuple[list[NamespaceRow], int]:
@@ -72,6 +74,12 @@ def namespace_detail(conn: Connection, namespace: str, now: int) -> NamespaceDet
     ).scalar_one()  # fmt: skip
     archived = select(archive.c.reason, func.count()).where(archive.c.namespace == namespace).group_by(archive.c.reason)
     detail.archived = {reason: count for reason, count in conn.execute(archived)}
+    model = model_of(conn)
+    if model is not None:
+        has_vector = exists().where(memory_vectors.c.memory_id == memories.c.id, memory_vectors.c.model == model.name)
+        detail.pending_embeddings = conn.execute(
+            select(func.count()).select_from(memories).where(memories.c.namespace == namespace, unexpired(memories, now), ~has_vector)
+        ).scalar_one()
     return detail
 
 
