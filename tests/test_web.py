@@ -288,3 +288,31 @@ def test_bad_input_in_an_address_or_a_form_is_a_message_not_a_server_error(serve
     token = server.url.split("token=")[1]
     refused = httpx.post(f"{server.base}/memories/t1/update", cookies=cookies, data={"csrf": csrf_value(token), "importance": "٣"})
     assert refused.status_code == 400 and "is not a whole number" in refused.text and "archived_at" not in seeded.get("t1")
+
+
+def test_keyset_pages_walk_the_whole_rank_order_and_filters_narrow_it(store, store_url, tmp_path):
+    """120 memories in ties of importance and timestamp: "Next" pages, each read after the last row
+    of the one before, give every live memory once, in rank order (importance, newest, id)."""
+    store.add_many({"id": f"k{n:03}", "text": f"Fact number {n}.", "importance": 1 + n % 3, "timestamp": 1_000 + n // 7,
+                    "pinned": n % 10 == 0} for n in range(120))  # fmt: skip
+    store.add("Today's door code is 4512.", id="soon", ttl=3600)
+    running = start(store_url, tmp_path)
+    try:
+        cookies = {f"memstore_web_{running.port}": running.url.split("token=")[1]}
+
+        def ids(path: str) -> tuple[list[str], str | None]:
+            html = httpx.get(running.base + path, cookies=cookies).text
+            found = re.findall(r'<td><a href="/memories/([^"]+)">', html)
+            following = re.search(r'<a href="(/memories\?[^"]*after=[^"]+)">Next', html)
+            return found, following.group(1).replace("&amp;", "&") if following else None
+
+        walked, path = [], "/memories?namespace=default"
+        while path:
+            page, path = ids(path)
+            walked += page
+        assert walked == [row["id"] for row in store.list("default")] and len(walked) == 121
+        assert ids("/memories?namespace=default&pinned=yes")[0] == [row["id"] for row in store.list("default") if row["pinned"]]
+        assert ids("/memories?namespace=default&expiring=week")[0] == ["soon"]
+    finally:
+        running.process.terminate()
+        running.process.wait(timeout=15)
