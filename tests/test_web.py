@@ -261,6 +261,15 @@ def test_a_page_kept_to_one_namespace_shows_nothing_of_the_others(browser, seede
         assert page.get_by_role("heading", name="That did not work").is_visible()
         page.goto(f"{server.base}/memories")
         assert "Another tenant's secret." in page.locator("table").inner_text()
+        # A run over every namespace shows only this namespace's part, and cannot be undone from here.
+        everywhere = seeded.consolidate(0, namespace=None)
+        page.goto(f"{server.base}/runs/{everywhere.run_id}")
+        assert page.locator("form[method=post]").count() == 0 and "t1" not in page.locator("main").inner_text()
+        token = server.url.split("token=")[1]
+        cookies = {f"memstore_web_{server.port}": token}
+        refused = httpx.post(f"{server.base}/runs/{everywhere.run_id}/undo", cookies=cookies, data={"csrf": csrf_value(token)})
+        assert refused.status_code == 404 and seeded.runs(1)[0]["status"] == "applied"
+        assert httpx.post(f"{server.base}/check", cookies=cookies, data={"csrf": csrf_value(token)}).status_code == 403
         context.close()
     finally:
         server.process.terminate()

@@ -280,8 +280,10 @@ async def undo_run(request: Request) -> Response:
     await site.form(request)
     run_id = request.path_params["run_id"]
     with read_transaction(site.store.engine) as conn:
-        if queries.run_whole(conn, run_id, site.scope()) is None:
-            raise NotFoundError(f"no run {run_id}")
+        run = queries.run_whole(conn, run_id, site.scope())
+    # A page kept to one namespace may not undo a run over every namespace: it would change the others.
+    if run is None or (site.scope() is not None and run["namespace"] != site.scope()):
+        raise NotFoundError(f"no run {run_id}")
     report = site.store.restore(run_id)
     restored = ", ".join(report.restored_ids) or "nothing"
     return _done(request, f"Undid run {run_id}", f"Run {run_id} is undone; back in the live set: {restored}.", link=f"/runs/{run_id}")
@@ -327,6 +329,8 @@ async def run_maintain(request: Request) -> Response:
 async def run_check(request: Request) -> Response:
     site: Site = request.app.state.site
     await site.form(request)
+    if site.scope() is not None:  # the check reads, and names, every namespace's rows
+        raise HTTPException(403, "a page kept to one namespace does not run the store's check")
     report = site.store.check()
     request.app.state.last_check = {"at": now_ms(), "findings": [finding.__dict__ for finding in report.findings]}
     return RedirectResponse("/", status_code=303)
