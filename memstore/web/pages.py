@@ -180,13 +180,26 @@ async def runs_page(request: Request) -> Response:
     return site.render(request, "runs.html", runs=runs)
 
 
+def _run_shown(site: Site, run_id: int) -> dict[str, Any]:
+    """`MemoryStore.run` as the page may show it: on a page kept to one namespace, a run of another
+    reads as one that does not exist, and of a run over every namespace only this one's part."""
+    try:
+        run = site.store.run(run_id)
+    except NotFoundError:
+        run = None
+    scope = site.scope()
+    if run is None or (scope is not None and run["namespace"] not in (None, scope)):
+        raise NotFoundError(f"no run {run_id}")
+    if scope is not None:
+        for part in ("archived", "flags_raised", "flags_settled"):
+            run[part] = [entry for entry in run[part] if entry["namespace"] == scope]
+        run["restored"] = []  # ids of every namespace: not this page's to list
+    return run
+
+
 async def run_page(request: Request) -> Response:
     site: Site = request.app.state.site
-    with read_transaction(site.store.engine) as conn:
-        run = queries.run_whole(conn, request.path_params["run_id"], site.scope())
-    if run is None:
-        raise NotFoundError(f"no run {request.path_params['run_id']}")
-    return site.render(request, "run.html", run=run)
+    return site.render(request, "run.html", run=_run_shown(site, request.path_params["run_id"]))
 
 
 async def flags_page(request: Request) -> Response:
@@ -279,10 +292,9 @@ async def undo_run(request: Request) -> Response:
     site: Site = request.app.state.site
     await site.form(request)
     run_id = request.path_params["run_id"]
-    with read_transaction(site.store.engine) as conn:
-        run = queries.run_whole(conn, run_id, site.scope())
     # A page kept to one namespace may not undo a run over every namespace: it would change the others.
-    if run is None or (site.scope() is not None and run["namespace"] != site.scope()):
+    run = _run_shown(site, run_id)
+    if site.scope() is not None and run["namespace"] != site.scope():
         raise NotFoundError(f"no run {run_id}")
     report = site.store.restore(run_id)
     restored = ", ".join(report.restored_ids) or "nothing"

@@ -1,6 +1,6 @@
 """What the web page reads besides the `MemoryStore` calls the CLI makes: the overview's counts (from
-the live counts, run records and one namespace's index ranges, never a scan of the memories), a page of memories in rank
-order after a keyset cursor, and one run whole. Reads only; every action goes through MemoryStore.
+the live counts, run records and one namespace's index ranges, never a scan of the memories) and a
+page of memories in rank order after a keyset cursor. Reads only; every action goes through MemoryStore.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from sqlalchemy import Connection, and_, exists, func, or_, select, text
 
 from ..hygiene import staleness
 from ..live_counts import live_counts
-from ..runs import archived_entries
 from ..semantic.vectors import model_of
 from ..schema import LIVE_COUNTS_TABLE, RANK_ORDER, contradiction_flags, memories, memory_vectors, unexpired
 from ..schema import consolidation_runs as runs
@@ -153,20 +152,7 @@ def memory_page(
     return [dict(row) for row in conn.execute(query.order_by(*RANK_ORDER).limit(limit)).mappings()]
 
 
-def run_whole(conn: Connection, run_id: int, namespace: str | None) -> dict[str, Any] | None:
-    """One run: its row, what it archived (for a page kept to `namespace`, that namespace's only) and
-    the flags it raised; None if there is no such run."""
-    row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
-    if row is None or (namespace is not None and row["namespace"] not in (None, namespace)):
-        return None
-    entries = [entry for entry in archived_entries(conn, run_id) if namespace is None or entry.namespace == namespace]
-    raised = select(contradiction_flags).where(contradiction_flags.c.run_id == run_id).order_by(contradiction_flags.c.id)
-    if namespace is not None:
-        raised = raised.where(contradiction_flags.c.namespace == namespace)
-    return {**dict(row), "archived": entries, "flags": [dict(flag) for flag in conn.execute(raised).mappings()]}
-
-
 __all__ = [
     "NamespaceDetail", "NamespaceRow", "OVERVIEW_NAMESPACES", "Overview", "STALENESS_BINS", "memory_page", "namespace_detail",
-    "namespace_rows", "overview", "run_series", "run_whole", "staleness_histogram", "suggested_namespaces",
+    "namespace_rows", "overview", "run_series", "staleness_histogram", "suggested_namespaces",
 ]
