@@ -128,7 +128,7 @@ def _array_items(text: str, name: str) -> Iterator[tuple[int, Any]]:
         raise invalid(pos + 1 + len(trailing) - len(trailing.lstrip()), "text after the array")
 
 
-def _jsonl_items(data: bytes | str, name: str) -> Iterator[tuple[int, Any]]:
+def jsonl_items(data: bytes | str, name: str) -> Iterator[tuple[int, Any]]:
     """Each non-blank line decoded; a line that is not valid UTF-8 or JSON yields its ValidationError.
 
     Lines end at "\n" only (JSON allows U+2028 inside strings); a trailing "\r" is JSON whitespace.
@@ -244,7 +244,7 @@ def _items(source: IO[bytes] | IO[str], name: str) -> tuple[Iterator[tuple[int, 
     if data.lstrip().startswith(b"[" if isinstance(data, bytes) else "["):
         text = decode_text(data, name) if isinstance(data, bytes) else data
         return _array_items(text, name), total_lines
-    return _jsonl_items(data, name), total_lines
+    return jsonl_items(data, name), total_lines
 
 
 def read_checks(source: IO[bytes] | IO[str], name: str) -> list[dict[str, str]]:

@@ -25,6 +25,7 @@ from .writes import AddResult, add_in_transaction, same_key_ids
 
 if TYPE_CHECKING:
     from .embeddings import Embeddings
+    from .importers.apply import ImportReport
     from .integrity import CheckReport
     from .lifecycle import LifecycleReport
     from .maintain import MaintainReport
@@ -151,6 +152,20 @@ class MemoryStore:
         result = self.add_prepared(read.prepared, skip_invalid=skip_invalid)
         result.rejected[:0] = [str(error) for error in read.rejected]
         return result
+
+    def import_from(
+        self, source_format: str, source: str | os.PathLike[str] | IO[bytes], namespace: str | None = None, *,
+        skip_invalid: bool = False, dry_run: bool = False, progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Import another tool's memories (docs/import.md: langgraph, mcp-memory, mem0, ...) or
+        memstore's own JSON/JSONL ("memstore"): the whole source read and checked, then one
+        transaction; `dry_run` reports what would arrive and writes nothing."""
+        from .importers.apply import import_source
+
+        return import_source(
+            self.engine, source_format, source, namespace, skip_invalid=skip_invalid, dry_run=dry_run, progress=progress,
+            store_model=lambda: self.embeddings.shape(),
+        )
 
     # -- reads --------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ class AddResult:
     unchanged: int  # identical records already stored (retries)
     ids: list[str]  # the id of every record written or found unchanged, in input order
     rejected: list[str] = field(default_factory=list)  # with skip_invalid: why each skipped record was
+    added_ids: list[str] = field(default_factory=list)  # the ids this write added, in input order
 
     @property
     def skipped(self) -> int:
@@ -101,7 +102,8 @@ def add_in_transaction(
     carried = [item for item in unique if item.embedding is not None and item.row["id"] in written]
     if carried:
         _store_embeddings(conn, carried, now)
-    result = AddResult(added=len(new_rows), unchanged=len(kept) - len(new_rows), ids=kept, rejected=rejected)
+    added_ids = [row["id"] for row in new_rows]
+    result = AddResult(added=len(new_rows), unchanged=len(kept) - len(new_rows), ids=kept, rejected=rejected, added_ids=added_ids)
     return result, stored
 
 

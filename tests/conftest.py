@@ -9,6 +9,7 @@ never skipped.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
 import sys
@@ -65,6 +66,12 @@ SEED_SAMPLE = [
 BACKENDS = ["sqlite", "postgresql"]
 TEMPLATE_DB = "memstore_template"
 _database_numbers = itertools.count()
+
+
+def import_counts(output: str) -> dict[str, int]:
+    """The totals of `memstore import --json`'s document (which also gives them per kind)."""
+    document = json.loads(output)
+    return {name: document[name] for name in ("added", "unchanged", "skipped")}
 
 
 def empty_store(store: MemoryStore) -> None:

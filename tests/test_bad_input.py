@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+from .conftest import import_counts
 from .sqlitelib import sqlite3
 import subprocess
 import sys
@@ -335,7 +336,7 @@ def test_skip_invalid_writes_exactly_the_valid_records(case, db, tmp_path):
     ids_before = stored_ids(db)
     result = invoke(db, "import", str(path), "--skip-invalid", "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"added": 3, "unchanged": 0, "skipped": 1}
+    assert import_counts(result.stdout) == {"added": 3, "unchanged": 0, "skipped": 1}
     assert parse_skipped_lines(result.stderr, path) == [BAD_LINE]
     field = f"field '{case.field}': " if case.field else ""
     assert result.stderr.startswith(f"skipped: {path} line {BAD_LINE}: {field}")
@@ -369,7 +370,7 @@ def test_skip_invalid_with_every_bad_record_in_one_file(db, seeded_template, tmp
     ids_before = stored_ids(db)
     result = invoke(db, "import", str(path), "--skip-invalid", "--json")
     assert result.exit_code == 0, result.output[:2000]
-    assert json.loads(result.stdout) == {"added": len(good_ids), "unchanged": 0, "skipped": len(CASES)}
+    assert import_counts(result.stdout) == {"added": len(good_ids), "unchanged": 0, "skipped": len(CASES)}
     assert sorted(parse_skipped_lines(result.stderr, path)) == bad_lines
     assert stored_ids(db) - ids_before == good_ids
     # ... and without the flag the first bad line (by line order of validation) stops it all.
@@ -423,7 +424,7 @@ def test_array_bad_element_is_named_by_its_line(bad, field, db, tmp_path):
     ids_before = stored_ids(db)
     result = invoke(db, "import", str(path), "--skip-invalid", "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"added": 3, "unchanged": 0, "skipped": 1}
+    assert import_counts(result.stdout) == {"added": 3, "unchanged": 0, "skipped": 1}
     assert parse_skipped_lines(result.stderr, path) == [4]
     assert stored_ids(db) - ids_before == {"a1", "a2", "a3"}
 
@@ -660,7 +661,7 @@ def test_valid_oddities_import_and_round_trip(bom, crlf, array, db, tmp_path):
     path.write_bytes(oddities_bytes(bom=bom, crlf=crlf, array=array))
     result = invoke(db, "import", str(path), "--json")
     assert result.exit_code == 0, result.output[:1000]
-    assert json.loads(result.stdout) == {"added": len(ODDITIES), "unchanged": len(UNCHANGED), "skipped": 0}
+    assert import_counts(result.stdout) == {"added": len(ODDITIES), "unchanged": len(UNCHANGED), "skipped": 0}
     assert result.stderr == ""
 
     rows = {row["id"]: row for row in exported(db)}
@@ -691,7 +692,7 @@ def test_valid_oddities_import_and_round_trip(bom, crlf, array, db, tmp_path):
     export_path = tmp_path / "export.jsonl"
     export_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows.values()), encoding="utf-8")
     result = invoke(db, "import", str(export_path), "--json")
-    assert json.loads(result.stdout) == {"added": 0, "unchanged": len(rows), "skipped": 0}
+    assert import_counts(result.stdout) == {"added": 0, "unchanged": len(rows), "skipped": 0}
     fresh = tmp_path / "fresh.db"
     assert invoke(fresh, "import", str(export_path)).exit_code == 0
     assert {r["id"]: r for r in exported(fresh)} == rows
@@ -728,7 +729,7 @@ def test_a_file_of_blank_lines_imports_nothing(db, tmp_path):
     path = tmp_path / "blank.jsonl"
     path.write_bytes(b"\xef\xbb\xbf\r\n\n   \n\t\r\n")
     result = invoke(db, "import", str(path), "--json")
-    assert (result.exit_code, json.loads(result.stdout)) == (0, {"added": 0, "unchanged": 0, "skipped": 0})
+    assert (result.exit_code, import_counts(result.stdout)) == (0, {"added": 0, "unchanged": 0, "skipped": 0})
 
 
 def test_the_same_bad_values_from_stdin_name_stdin(db):
@@ -771,7 +772,7 @@ def test_skip_invalid_skips_a_huge_integer_literal(db, tmp_path):
     path = write_case(tmp_path, Case("huge-int", HUGE_INT_LINE, "timestamp", ""))
     result = invoke(db, "import", str(path), "--skip-invalid", "--json")
     assert result.exit_code == 0
-    assert json.loads(result.stdout) == {"added": 3, "unchanged": 0, "skipped": 1}
+    assert import_counts(result.stdout) == {"added": 3, "unchanged": 0, "skipped": 1}
 
 
 def test_an_unknown_field_name_with_a_newline_gives_one_line(db, tmp_path):
@@ -901,7 +902,8 @@ def check_import(db_path: Path, data: bytes, skip: bool) -> None:
             assert counts(db_path)[0] == before[0] + report["added"]
         return
     report = json.loads(result.stdout)
-    assert set(report) == {"added", "unchanged", "skipped"}
+    assert set(report) == {"format", "source", "dry_run", "added", "unchanged", "archived", "repeated", "skipped", "kinds", "run_id"}
+    assert report["kinds"] == ({"memory": {"added": report["added"], "unchanged": report["unchanged"], "archived": 0}} if report["added"] + report["unchanged"] else {})
     event("added some" if report["added"] else "added none")
     assert counts(db_path) == (before[0] + report["added"], before[1])
     assert len(result.stderr.splitlines()) == report["skipped"]

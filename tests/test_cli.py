@@ -19,7 +19,7 @@ from memstore.cli import cli
 from memstore.cli.app import COMMANDS
 from memstore.migrate import SCHEMA_HEAD
 
-from .conftest import SEED_SAMPLE
+from .conftest import SEED_SAMPLE, import_counts
 
 MEMSTORE_BIN = str(Path(sys.executable).with_name("memstore"))
 
@@ -95,9 +95,9 @@ def test_bad_import_names_file_line_and_field_and_writes_nothing(run, tmp_path):
 
 def test_import_from_stdin_json_array(run):
     result = run("import", "-", "--json", input=json.dumps(SEED_SAMPLE))
-    assert json.loads(result.output) == {"added": 3, "unchanged": 0, "skipped": 0}
+    assert import_counts(result.output) == {"added": 3, "unchanged": 0, "skipped": 0}
     again = run("import", "-", "--json", input=json.dumps(SEED_SAMPLE))
-    assert json.loads(again.output) == {"added": 0, "unchanged": 3, "skipped": 0}
+    assert import_counts(again.output) == {"added": 0, "unchanged": 3, "skipped": 0}
 
 
 def test_import_of_the_hygiene_format_derives_timestamp_and_fact_key(run, tmp_path):

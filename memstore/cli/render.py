@@ -65,6 +65,25 @@ def when(ms: int | None) -> str:
     return "" if ms is None else iso(ms) or str(ms)
 
 
+def print_import(report: Any, as_json: bool) -> None:
+    """What an import wrote (or, dry, would write): totals, then per kind of source record."""
+    for reason in report.rejected:
+        echo(f"skipped: {reason}", err=True)
+    if as_json:
+        return print_json(report.to_dict())
+    verb = "would import" if report.dry_run else "imported"
+    skipped = f"; skipped {report.skipped} invalid records" if report.skipped else ""
+    echo(f"{verb} {report.added} memories ({report.unchanged} already stored){skipped}")
+    if report.source_format != "memstore":
+        for kind, counts in sorted(report.kinds.items()):
+            archived = f", {counts['archived']} to the archive" if counts["archived"] else ""
+            echo(f"  {kind}: {counts['added']} new, {counts['unchanged']} already stored{archived}")
+    if report.repeated:
+        echo(f"  {report.repeated} records the source holds twice were imported once")
+    if report.run_id is not None:
+        echo(f"archived {report.archived} the source kept as not live (run {report.run_id}; `memstore restore {report.run_id}` brings them back)")
+
+
 def print_row(row: dict[str, Any]) -> None:
     """One memory as `field  value` lines, times as UTC date-times (`--json` keeps the ms)."""
     row = dict(row, pinned="yes" if row["pinned"] else "no")

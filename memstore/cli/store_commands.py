@@ -9,10 +9,11 @@ import click
 from ..db import database_url, refuse_store_file, shown_location
 from ..defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
 from ..files import replaced_privately
+from ..importers import FORMATS
 from ..migrate import SCHEMA_HEAD
 from ..records import memory_state, now_ms
 from .options import INTEGER, as_of_option, chosen_namespace, int64, json_option, lifetime_options, namespace_options, open_store, parse_meta
-from .render import echo, print_check, print_json, print_memories, print_restore, print_row, print_run_whole, print_runs
+from .render import echo, print_check, print_import, print_json, print_memories, print_restore, print_row, print_run_whole, print_runs
 
 
 @click.command()
@@ -75,43 +76,49 @@ def add(ctx, text, memory_id, namespace, timestamp, importance, pinned, fact_key
 
 
 @click.command("import")
-@click.argument("file", type=click.File("rb"))
-@click.option("--namespace", "-n", default=None, help="Namespace for records that name none.")
+@click.argument("source")
+@click.option(
+    "--from", "source_format", type=click.Choice(list(FORMATS)), default="memstore", show_default=True,
+    help="What SOURCE is: memstore's own JSON/JSONL, or another tool's store or export (docs/import.md).",
+)
+@click.option("--namespace", "-n", default=None, help="Namespace for records that name none (docs/import.md: per format).")
 @click.option("--skip-invalid", is_flag=True, help="Write the valid records; report the invalid ones on stderr.")
+@click.option("--dry-run", is_flag=True, help="Say what would arrive, per kind; write nothing.")
 @json_option
 @click.pass_context
-def import_(ctx, file, namespace, skip_invalid, as_json) -> None:
-    """Import memories from JSON or JSONL.
+def import_(ctx, source, source_format, namespace, skip_invalid, dry_run, as_json) -> None:
+    """Import memories from memstore's JSON/JSONL or from another tool.
 
-    FILE is a JSON array or JSON Lines file, or '-' for stdin.
+    SOURCE is a file ('-' for stdin, memstore's format only), a folder (basic-memory), a zip
+    (OpenMemory's export) or a URL (a LangGraph PostgresStore). The source is only read.
 
     Every record is validated before anything is written; one bad record stops the import,
-    naming its file, line and field, and nothing is written. With --skip-invalid, exactly
-    the valid records are written and each skipped one is named on stderr.
+    naming its file, record and field, and nothing is written. With --skip-invalid, exactly
+    the valid records are written and each skipped one is named on stderr. Importing the
+    same source again adds nothing.
 
     \b
     Example:
         memstore import memories.jsonl
+        memstore import --from langgraph langgraph.db
+        memstore import --from mcp-memory memory.jsonl -n alice --dry-run
     """
-    name = getattr(file, "name", "<stdin>")
+    if source == "-" and source_format != "memstore":
+        raise click.UsageError(f"--from {source_format} reads a file, a folder or a URL, not stdin")
+    stream = sys.stdin.buffer if source == "-" else source
     store = open_store(ctx, create=True)
-    # A progress bar only for a real file on a terminal: piped output and logs stay quiet.
-    if name != "<stdin>" and sys.stderr.isatty():
-        with click.progressbar(length=1, label="validating", file=sys.stderr) as bar:
+    # A progress bar only on a terminal and not for stdin: piped output and logs stay quiet.
+    if source != "-" and sys.stderr.isatty():
+        with click.progressbar(length=1, label="checking", file=sys.stderr) as bar:
 
-            def advance(line: int, total_lines: int) -> None:
-                bar.length = total_lines
-                bar.update(line - bar.pos)
+            def advance(done: int, total: int) -> None:
+                bar.length = total
+                bar.update(done - bar.pos)
 
-            result = store.import_file(file, name, namespace, skip_invalid=skip_invalid, progress=advance)
+            report = store.import_from(source_format, stream, namespace, skip_invalid=skip_invalid, dry_run=dry_run, progress=advance)
     else:
-        result = store.import_file(file, name, namespace, skip_invalid=skip_invalid)
-    for reason in result.rejected:
-        echo(f"skipped: {reason}", err=True)
-    if as_json:
-        return print_json({"added": result.added, "unchanged": result.unchanged, "skipped": result.skipped})
-    skipped = f"; skipped {result.skipped} invalid records" if skip_invalid else ""
-    click.echo(f"imported {result.added} memories ({result.unchanged} already stored){skipped}")
+        report = store.import_from(source_format, stream, namespace, skip_invalid=skip_invalid, dry_run=dry_run)
+    print_import(report, as_json)
 
 
 @click.command()

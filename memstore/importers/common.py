@@ -1,0 +1,116 @@
+"""What every importer shares: the record it hands over, the id it derives, and how it reads times.
+
+An importer reads its whole source and turns each of the source's records into a `SourceRecord`:
+memstore's input fields (those `prepare_row` takes) plus the record's kind ("observation",
+"relation", "item", ...) and, when the source kept it but not as live (mem0's archived or deleted
+memories), the source's state, so it arrives in the archive rather than being dropped. A record
+that cannot be mapped is a `ValidationError` naming the source's file, the record and the field,
+in its place in the list, so `--skip-invalid` can skip exactly it.
+
+Ids are derived from the source's own identity for the record (a mem0 id, a LangGraph namespace and
+key, an entity's name and an observation) and the namespace it lands in: importing a source twice
+finds every record stored already and adds nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any, NamedTuple
+
+from ..errors import ValidationError
+from ..io import iso_to_ms
+from ..validate import INT64_MAX, INT64_MIN, is_int
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+class SourceRecord(NamedTuple):
+    kind: str  # what the record was in its source: "item", "observation", "relation", "memory", ...
+    location: str  # the file and the record within it, as errors name it
+    record: dict[str, Any]  # memstore's input fields (see memstore.records.INPUT_FIELDS)
+    source_state: str | None = None  # the source's state for a record it kept but not as live
+
+
+Read = SourceRecord | ValidationError  # what an importer yields for each record of its source
+
+
+def imported_id(source_format: str, namespace: str, *identity: str) -> str:
+    """The id of an imported record: the format, then a digest of the namespace it lands in and the
+    source's own identity for it. The same record imported again gets the same id (the import is
+    idempotent); imported into another namespace, it is another memory.
+
+    >>> first = imported_id("mem0", "alice", "2f6e")
+    >>> first[:5], len(first), first == imported_id("mem0", "alice", "2f6e"), first == imported_id("mem0", "bob", "2f6e")
+    ('mem0-', 37, True, False)
+    """
+    joined = "\x1f".join((namespace, *identity)).encode("utf-8", "surrogatepass")
+    return f"{source_format}-{hashlib.blake2b(joined, digest_size=16).hexdigest()}"
+
+
+def moment_ms(value: Any, location: str, field: str) -> int | None:
+    """A moment as a source gives it, as Unix ms (UTC): an ISO-8601 string (naive means UTC; SQLite's
+    "2026-12-03 09:30:00" too), a `datetime` (a database driver's), or None. Sub-millisecond digits
+    are dropped: memstore keeps times to the millisecond."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+        return _in_range((moment - _EPOCH) // timedelta(milliseconds=1), location, field)
+    if isinstance(value, str):
+        try:
+            return _in_range(iso_to_ms(value), location, field)
+        except ValueError:
+            raise ValidationError(location, field, f"is not an ISO-8601 date: {value[:40]!r}") from None
+    raise ValidationError(location, field, f"must be an ISO-8601 date, got {value!r:.40}")
+
+
+def epoch_seconds_ms(value: Any, location: str, field: str) -> int | None:
+    """Unix seconds (an int or a float, as time.time() gives them) as Unix ms, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValidationError(location, field, f"must be Unix seconds (a number), got {value!r:.40}")
+    return _in_range(math.floor(value * 1000) if not is_int(value) else value * 1000, location, field)
+
+
+def _in_range(ms: int, location: str, field: str) -> int:
+    if not INT64_MIN <= ms <= INT64_MAX:
+        raise ValidationError(location, field, "is out of range")
+    return ms
+
+
+def required(record: Mapping[str, Any], field: str, location: str, kind: type | tuple[type, ...] = str) -> Any:
+    """`record[field]`, which must be present and of `kind` (a non-empty string by default)."""
+    value = record.get(field)
+    if value is None:
+        raise ValidationError(location, field, "is missing")
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise ValidationError(location, field, f"must be a {expected}, got {value!r:.40}")
+    if isinstance(value, str) and not value.strip():
+        raise ValidationError(location, field, "must not be empty")
+    return value
+
+
+def optional(record: Mapping[str, Any], field: str, location: str, kind: type | tuple[type, ...]) -> Any:
+    """`record[field]` when present and not null, checked to be of `kind`; else None."""
+    return None if record.get(field) is None else required(record, field, location, kind)
+
+
+def extra_fields(record: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """The fields of `record` an importer does not map: they are kept in meta ("extra"), never dropped."""
+    return {name: value for name, value in record.items() if name not in known}
+
+
+def with_extra(meta: dict[str, Any], record: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """`meta`, with the record's unmapped fields under "extra" when it has any."""
+    extra = extra_fields(record, known)
+    if extra:
+        meta["extra"] = extra
+    return meta
+
+
+__all__ = ["Read", "SourceRecord", "epoch_seconds_ms", "extra_fields", "imported_id", "moment_ms", "optional", "required", "with_extra"]
