@@ -15,6 +15,10 @@ FORMATS = {
     "memstore": None,
     "langgraph": "langgraph",
     "mcp-memory": "mcp_memory",
+    "mem0": "mem0",
+    "mcp-memory-service": "mcp_memory_service",
+    "uteke": "uteke",
+    "basic-memory": "basic_memory",
 }
 
 

@@ -15,13 +15,14 @@ finds every record stored already and adds nothing.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
 from ..errors import ValidationError
-from ..io import iso_to_ms
+from ..io import decode_text, iso_to_ms, strict_json
 from ..validate import INT64_MAX, INT64_MIN, is_int
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -76,6 +77,32 @@ def epoch_seconds_ms(value: Any, location: str, field: str) -> int | None:
     return _in_range(math.floor(value * 1000) if not is_int(value) else value * 1000, location, field)
 
 
+def day_end_ms(value: Any, location: str, field: str) -> int | None:
+    """A date ("2026-12-31") as the Unix ms its day ends at, UTC (the first moment of the next day):
+    a memory that expires on a date is visible through that day. None stays None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(location, field, f"must be a date (YYYY-MM-DD), got {value!r:.40}")
+    try:
+        day = datetime.fromisoformat(value.strip()[:10]).replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise ValidationError(location, field, f"is not a date (YYYY-MM-DD): {value[:40]!r}") from None
+    return _in_range((day + timedelta(days=1) - _EPOCH) // timedelta(milliseconds=1), location, field)
+
+
+def json_document(data: bytes, name: str) -> Any:
+    """A whole JSON file, decoded as memstore reads JSON (no NaN, no key twice); a file that is not
+    JSON is one error naming its line."""
+    text = decode_text(data.removeprefix(b"\xef\xbb\xbf"), name)
+    try:
+        return strict_json(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{name} line {exc.lineno}", None, f"invalid JSON: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ValidationError(name, None, f"invalid JSON: {exc}") from None
+
+
 def _in_range(ms: int, location: str, field: str) -> int:
     if not INT64_MIN <= ms <= INT64_MAX:
         raise ValidationError(location, field, "is out of range")
@@ -113,4 +140,7 @@ def with_extra(meta: dict[str, Any], record: Mapping[str, Any], known: frozenset
     return meta
 
 
-__all__ = ["Read", "SourceRecord", "epoch_seconds_ms", "extra_fields", "imported_id", "moment_ms", "optional", "required", "with_extra"]
+__all__ = [
+    "Read", "SourceRecord", "day_end_ms", "epoch_seconds_ms", "extra_fields", "imported_id", "json_document", "moment_ms",
+    "optional", "required", "with_extra",
+]  # fmt: skip

@@ -3,7 +3,7 @@
 
 Each item becomes the memory `MemstoreStore` would have written for it (memstore.integrations):
 namespace = the item's prefix ("users.u1.memories"), fact_key = its key, meta = {"value": value,
-"ttl_minutes": ttl}, its text taken from the value as a put takes it. Its times and its end
+"ttl_minutes": ttl, "imported_from": "langgraph"}, its text taken from the value as a put takes it. Its times and its end
 (expires_at) are carried, so `MemstoreStore` gives back the same value, times and remaining
 lifetime. Vectors (`store_vectors`) came from the app's own embedding function and are not
 carried: the memories wait for `memstore embeddings sync`.
@@ -95,7 +95,7 @@ def read(source: str | os.PathLike[str], namespace: str | None) -> list[Read]:
             value = _value(row["value"], location)
             ttl = _ttl(row["ttl_minutes"], location)
             target = row["prefix"] if namespace is None else f"{namespace}.{row['prefix']}"
-            meta: dict[str, Any] = {"value": value}
+            meta: dict[str, Any] = {"value": value, "imported_from": "langgraph"}
             if ttl is not None:
                 meta["ttl_minutes"] = ttl
             records.append(SourceRecord("item", location, {

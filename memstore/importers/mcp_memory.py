@@ -30,7 +30,7 @@ def _entity(value: dict[str, Any], location: str, namespace: str) -> list[Source
     observations = value.get("observations", [])
     if not isinstance(observations, list):
         raise ValidationError(location, "observations", "must be a list of strings")
-    meta = with_extra({"source": "mcp-memory", "entity": name, "entity_type": entity_type}, value, ENTITY_FIELDS)
+    meta = with_extra({"imported_from": "mcp-memory", "entity": name, "entity_type": entity_type}, value, ENTITY_FIELDS)
     if not observations:
         record = {"id": imported_id("mcp-memory", namespace, "entity", name), "namespace": namespace, "text": f"{name} ({entity_type})", "meta": meta}
         return [SourceRecord("entity", location, record)]
@@ -49,7 +49,7 @@ def _entity(value: dict[str, Any], location: str, namespace: str) -> list[Source
 def _relation(value: dict[str, Any], location: str, namespace: str) -> SourceRecord:
     source, relation_type, target = (required(value, field, location) for field in ("from", "relationType", "to"))
     relation = {"from": source, "type": relation_type, "to": target}
-    meta = with_extra({"source": "mcp-memory", "relation": relation}, value, RELATION_FIELDS)
+    meta = with_extra({"imported_from": "mcp-memory", "relation": relation}, value, RELATION_FIELDS)
     record = {
         "id": imported_id("mcp-memory", namespace, "relation", source, relation_type, target),
         "namespace": namespace, "text": f"{source} {relation_type} {target}", "meta": meta,
