@@ -27,6 +27,11 @@ from . import FORMATS, reader
 from .common import Read
 
 
+# The fields a record read again is compared on: the rest of what its source says may have changed
+# since the first import without making it another memory.
+COMPARED_ON_REIMPORT = frozenset({"id", "namespace", "text"})
+
+
 class Plan(NamedTuple):
     """What an import would write: checked rows, each row's kind, and the source state of those
     the source kept but not as live (by id)."""
@@ -85,7 +90,10 @@ def plan(
         try:
             if isinstance(read, ValidationError):
                 raise read
+            # Stored already is the same memory (same source identity, so same id; same text), even if
+            # the source changed its meta or times since (a note's file touched, its tags edited).
             row = prepare_row(read.record, read.location, now)
+            row = row._replace(given=row.given & COMPARED_ON_REIMPORT)
             if row.embedding is not None and store_model is not None:
                 if not models:
                     models.append(store_model())

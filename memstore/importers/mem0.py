@@ -204,9 +204,9 @@ def read(source: str | os.PathLike[str], namespace: str | None) -> list[Read]:
     """Every memory of a mem0 dump or an OpenMemory export (the file's shape tells which)."""
     path = Path(source).expanduser()
     name = os.fspath(source)
-    if zipfile.is_zipfile(path):
-        return _zip(path, name, namespace)
     data = path.read_bytes()
+    if data[:4] == b"PK\x03\x04" or zipfile.is_zipfile(path):  # a zip, even one cut short
+        return _zip(path, name, namespace)
     if data[:2] == b"\x1f\x8b":
         return _openmemory_jsonl(_gunzip(data, name), name, namespace)
     if _is_openmemory_jsonl(data):
