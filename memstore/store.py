@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .db import BUSY_TIMEOUT_MS, BackgroundCheckpoints, default_location, is_sqlite, make_engine, read_transaction, shown_location, sqlite_file_missing, write_transaction
 from .defaults import CHECK_K, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, RECALL_K, STALE_THRESHOLD
 from .errors import MemstoreError, NotFoundError
-from .io import read_memories, write_jsonl
+from .io import write_jsonl
 from .migrate import upgrade
 from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, rows_at, run_rows, run_whole
 from .records import PreparedRow, lifetime_change, now_ms, one_memory, prepare_row
@@ -131,40 +131,25 @@ class MemoryStore:
     def add_many(self, records: Iterable[Mapping[str, Any]]) -> AddResult:
         """Store many memories in one transaction; every record is validated before anything is written."""
         now = now_ms()
-        return self.add_prepared([prepare_row(record, f"record {index}", now) for index, record in enumerate(records)])
-
-    def add_prepared(self, prepared: list[PreparedRow], *, skip_invalid: bool = False) -> AddResult:
-        """Write rows already checked by `prepare_row` (the importer's path), in one transaction.
-
-        A repeated id within the batch, or a different record under a stored id, raises; with
-        `skip_invalid` that record is skipped instead and named in `AddResult.rejected`.
-        """
+        prepared = [prepare_row(record, f"record {index}", now) for index, record in enumerate(records)]
         with write_transaction(self.engine) as conn:
-            return add_in_transaction(conn, prepared, now_ms(), skip_invalid=skip_invalid)[0]
+            return add_in_transaction(conn, prepared, now_ms(), skip_invalid=False)[0]
 
-    def import_file(
-        self, source: IO[bytes] | IO[str], name: str, namespace: str | None = None, *, skip_invalid: bool = False,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> AddResult:
-        """Import a JSON array or JSONL stream: all records validated first, then one transaction (with
-        `skip_invalid`, exactly the valid ones, the others reported); `progress(line, total_lines)`."""
-        read = read_memories(source, name, namespace, skip_invalid=skip_invalid, progress=progress, store_model=lambda: self.embeddings.shape())
-        result = self.add_prepared(read.prepared, skip_invalid=skip_invalid)
-        result.rejected[:0] = [str(error) for error in read.rejected]
-        return result
+    def import_file(self, source: IO[bytes] | IO[str], name: str, namespace: str | None = None, **options: Any) -> ImportReport:
+        """Import memstore's own JSON array or JSONL stream, named `name` in errors: `import_from("memstore", ...)`."""
+        return self.import_from("memstore", source, namespace, name=name, **options)
 
     def import_from(
-        self, source_format: str, source: str | os.PathLike[str] | IO[bytes], namespace: str | None = None, *,
-        skip_invalid: bool = False, dry_run: bool = False, progress: Callable[[int, int], None] | None = None,
+        self, source_format: str, source: str | os.PathLike[str] | IO[bytes] | IO[str], namespace: str | None = None, *,
+        name: str | None = None, skip_invalid: bool = False, dry_run: bool = False, progress: Callable[[int, int], None] | None = None,
     ) -> ImportReport:
-        """Import another tool's memories (docs/import.md: langgraph, mcp-memory, mem0, ...) or
-        memstore's own JSON/JSONL ("memstore"): the whole source read and checked, then one
-        transaction; `dry_run` reports what would arrive and writes nothing."""
+        """Import another tool's memories (docs/import.md) or memstore's own JSON/JSONL ("memstore"): all read
+        and checked, then one transaction (rolled back if `dry_run`); `progress(done, total)` while checking."""
         from .importers.apply import import_source
 
         return import_source(
-            self.engine, source_format, source, namespace, skip_invalid=skip_invalid, dry_run=dry_run, progress=progress,
-            store_model=lambda: self.embeddings.shape(),
+            self.engine, source_format, source, namespace, name=name, skip_invalid=skip_invalid, dry_run=dry_run,
+            progress=progress, store_model=lambda: self.embeddings.shape(),
         )
 
     # -- reads --------------------------------------------------------------------------------

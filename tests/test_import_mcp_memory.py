@@ -61,8 +61,8 @@ def test_the_servers_graph_becomes_one_memory_per_observation_and_relation(memor
         "Alice_Smith leads Project_Falcon",
         "Zoë works_at Acme",
     ])  # fmt: skip
-    assert rows["Alice_Smith (person): Works as a nurse"]["meta"] == {"source": "mcp-memory", "entity": "Alice_Smith", "entity_type": "person"}
-    assert rows["Zoë works_at Acme"]["meta"] == {"source": "mcp-memory", "relation": {"from": "Zoë", "type": "works_at", "to": "Acme"}}
+    assert rows["Alice_Smith (person): Works as a nurse"]["meta"] == {"imported_from": "mcp-memory", "entity": "Alice_Smith", "entity_type": "person"}
+    assert rows["Zoë works_at Acme"]["meta"] == {"imported_from": "mcp-memory", "relation": {"from": "Zoë", "type": "works_at", "to": "Acme"}}
 
 
 def test_recall_finds_an_observation_with_its_entity_named(memory_file, db_path):
@@ -116,4 +116,4 @@ def test_fields_the_importer_does_not_map_are_kept_in_meta(tmp_path, db_path):
     assert invoke(db_path, "import", "--from", "mcp-memory", str(path)).exit_code == 0
     with MemoryStore(db_path) as store:
         [row] = store.list()
-    assert row["meta"] == {"source": "mcp-memory", "entity": "Bob", "entity_type": "person", "extra": {"aliases": ["Bobby"]}}
+    assert row["meta"] == {"imported_from": "mcp-memory", "entity": "Bob", "entity_type": "person", "extra": {"aliases": ["Bobby"]}}

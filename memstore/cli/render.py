@@ -81,7 +81,7 @@ def print_import(report: Any, as_json: bool) -> None:
     if report.repeated:
         echo(f"  {report.repeated} records the source holds twice were imported once")
     if report.run_id is not None:
-        echo(f"archived {report.archived} the source kept as not live (run {report.run_id}; `memstore restore --run {report.run_id}` brings them back)")
+        echo(f"archived {report.archived}, not live in the source (run {report.run_id}; `memstore restore --run {report.run_id}` brings them back)")
 
 
 def print_row(row: dict[str, Any]) -> None:

@@ -145,9 +145,10 @@ class _RolledBack(Exception):
 def import_source(
     engine: Engine,
     source_format: str,
-    source: str | os.PathLike[str] | IO[bytes],
+    source: str | os.PathLike[str] | IO[bytes] | IO[str],
     namespace: str | None = None,
     *,
+    name: str | None = None,
     skip_invalid: bool = False,
     dry_run: bool = False,
     progress: Callable[[int, int], None] | None = None,
@@ -155,15 +156,20 @@ def import_source(
 ) -> ImportReport:
     """Import `source` (a path, a URL, or for memstore's own format an open stream) read as
     `source_format`: all of it read and checked first, then one transaction (rolled back if
-    `dry_run`). `progress(done, total)` is called as records are checked."""
+    `dry_run`). `name` names a stream in errors (default: its file name, or "<stdin>").
+    `progress(done, total)` is called as records are checked."""
     if source_format not in FORMATS:
         raise MemstoreError(f"unknown format {source_format!r}; one of: {', '.join(FORMATS)}")
-    name = getattr(source, "name", "<stdin>") if hasattr(source, "read") else os.fspath(source)
+    if name is None:
+        name = getattr(source, "name", "<stdin>") if hasattr(source, "read") else os.fspath(source)
     now = now_ms()
     if source_format == "memstore":
         if not hasattr(source, "read"):
             with open(source, "rb") as stream:
-                return import_source(engine, source_format, stream, namespace, skip_invalid=skip_invalid, dry_run=dry_run, progress=progress, store_model=store_model)
+                return import_source(
+                    engine, source_format, stream, namespace, name=name, skip_invalid=skip_invalid, dry_run=dry_run,
+                    progress=progress, store_model=store_model,
+                )
         read = read_memories(source, name, namespace, skip_invalid=skip_invalid, progress=progress, store_model=store_model)
         planned = Plan(read.prepared, ["memory"] * len(read.prepared), {}, [str(error) for error in read.rejected], 0)
     else:
