@@ -108,6 +108,7 @@ def source_keys(source, prefix):
     return [item.key for item in source.search(prefix, limit=1000)]
 
 
+@pytest.mark.every_python
 def test_a_sqlite_store_file_becomes_a_memstore_that_memstore_store_reads_back(sqlite_source, store_url):
     before = sqlite_source.read_bytes()
     result = invoke(store_url, "import", "--from", "langgraph", str(sqlite_source))
@@ -159,6 +160,17 @@ def test_items_the_app_changed_after_the_import_keep_their_key_and_history(sqlit
     # The source's own version stays imported: importing again changes nothing.
     again = invoke(db_path, "import", "--from", "langgraph", str(sqlite_source))
     assert again.stdout.splitlines()[0] == "imported 0 memories (9 already stored)"
+
+
+def test_a_store_the_app_has_open_and_is_writing_to_imports_what_it_has_committed(sqlite_source, db_path):
+    with SqliteStore.from_conn_string(str(sqlite_source)) as app:
+        app.put(("users", "u9"), "late", {"content": "Written while the import ran."})
+        progress: list[tuple[int, int]] = []
+        with MemoryStore(db_path) as store:
+            report = store.import_from("langgraph", sqlite_source, progress=lambda done, total: progress.append((done, total)))
+        app.put(("users", "u9"), "later", {"content": "Written after it."})
+    assert (report.added, report.kinds) == (10, {"item": {"added": 10, "unchanged": 0, "archived": 0}})
+    assert progress == [(n, 10) for n in range(1, 11)]  # the terminal's progress bar follows every record checked
 
 
 def test_namespace_option_puts_every_item_under_it(sqlite_source, db_path):
