@@ -73,11 +73,20 @@ Web (once per bench run; ``--only web`` runs just this; ``--web-sizes``, default
 scripts/bench_web.py, `memstore web`'s overview ``/`` and search page timed server-side through its
 ASGI app against the ``MemoryStore`` reads each makes, in one run, over 1,000 namespaces.
 
+Importers (once per bench run; ``--only importers`` runs just this; ``--importers-size``, default
+100,000): the scenario of scripts/bench_importers.py, ``MemoryStore.import_from(FORMAT, SOURCE)``
+of a generated source of that many memories in each format memstore imports (a LangGraph
+SqliteStore file written by LangGraph, the reference MCP server's memory.jsonl, a mem0 get_all dump,
+an OpenMemory export zip, an mcp-memory-service export, a Uteke export, a basic-memory folder), each
+into a fresh SQLite store, against memstore's own JSONL import of as many records in the same run.
+Target: each importer's rate >= 0.50 x the JSONL import's; every import must add exactly the
+memories its source holds.
+
 Repeats: each scenario runs ``--repeats`` times (median reported) unless one run takes more than
 ``--slow`` seconds (default 10), in which case it runs once. Store files are copied with
 shutil.copy after every connection is closed and the WAL checkpointed, so each measured variant
 starts from the same state. Results go to bench-results/bench.json (machine info included); the
-exit status is 0 unless a consistency check (incremental == full result, exactness) fails.
+exit status is 0 unless a consistency check (incremental == full result, exactness, an importer's counts) fails.
 """
 
 from __future__ import annotations
@@ -913,12 +922,14 @@ def table_rows(results: list[dict]) -> list[dict]:
 
 
 def all_rows(results: list[dict], operations: dict | None, semantic: dict | None = None, copy: dict | None = None,
-             web: dict | None = None) -> list[dict]:
+             web: dict | None = None, importers: dict | None = None) -> list[dict]:
     from bench_copy import copy_rows
+    from bench_importers import importer_rows
     from bench_web import web_rows
 
     return (table_rows(results) + (operations_rows(operations) if operations else []) + (semantic_rows(semantic) if semantic else [])
-            + (copy_rows(copy) if copy else []) + (web_rows(web) if web else []))  # fmt: skip
+            + (copy_rows(copy) if copy else []) + (web_rows(web) if web else [])
+            + (importer_rows(importers) if importers and importers.get("baseline") else []))  # fmt: skip
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -959,14 +970,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=None, help="where store files go (default: a temp dir)")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--only", choices=["all", "core", "ops", "vectors", "copy", "web"], default="all",
+    parser.add_argument("--only", choices=["all", "core", "ops", "vectors", "copy", "web", "importers"], default="all",
                         help="core: the per-size scenarios; ops: the job report and CLI scenarios; vectors: vector search; "
-                             "copy: memstore copy between backends (scripts/bench_copy.py); web: memstore web's pages (scripts/bench_web.py)")
+                             "copy: memstore copy between backends (scripts/bench_copy.py); web: memstore web's pages (scripts/bench_web.py); "
+                             "importers: import --from every format vs memstore's own JSONL (scripts/bench_importers.py)")
     parser.add_argument("--copy-size", type=int, default=100_000, help="memories of the copy scenario's store")
     parser.add_argument("--web-sizes", type=int, nargs="+", default=[100_000, 1_000_000], help="memories of the web scenario's stores")
     parser.add_argument("--web-namespaces", type=int, default=1_000, help="namespaces of the web scenario's stores")
     parser.add_argument("--web-runs", type=int, default=50, help="requests of each web page (and of each through the real server) per size")
     parser.add_argument("--web-cache", type=Path, default=None, help="keep the web scenario's built stores here and reuse them")
+    parser.add_argument("--importers-size", type=int, default=100_000, help="memories of each importer scenario's source")
     parser.add_argument("--model-dir", type=Path, default=REPO / ".model-cache" / "minilm", help="the offline model directory")
     parser.add_argument("--process-runs", type=int, default=7, help="runs of each recall process (median reported)")
     parser.add_argument("--vectors-size", type=int, default=100_000, help="memories of the process and PostgreSQL vector scenarios")
@@ -974,7 +987,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops-sizes", type=int, nargs="+", default=[50_000, 500_000], help="live stores of the job-report scenario")
     parser.add_argument("--cli-runs", type=int, default=21, help="wall-time runs of memstore add and of its baseline")
     args = parser.parse_args(argv)
-    sizes = [] if args.only in ("ops", "vectors", "copy", "web") else [10_000] if args.quick else sorted(args.sizes)
+    sizes = [] if args.only in ("ops", "vectors", "copy", "web", "importers") else [10_000] if args.quick else sorted(args.sizes)
 
     started = time.perf_counter()
     results: list[dict] = []
@@ -984,6 +997,7 @@ def main(argv: list[str] | None = None) -> int:
         semantic: dict | None = None
         copy: dict | None = None
         web: dict | None = None
+        importers: dict | None = None
 
         def write_results(step: str) -> None:
             doc = {
@@ -997,12 +1011,13 @@ def main(argv: list[str] | None = None) -> int:
                            "queries": args.queries, "seed": args.seed, "exhaustive_sample": args.exhaustive_sample,
                            "ops_sizes": args.ops_sizes, "cli_runs": args.cli_runs},
                 "elapsed_seconds": round(time.perf_counter() - started, 1),
-                "table": all_rows(results, operations, semantic, copy, web),
+                "table": all_rows(results, operations, semantic, copy, web, importers),
                 "results": results,
                 "operations": operations,
                 "semantic": semantic,
                 "copy": copy,
                 "web": web,
+                "importers": importers,
             }  # fmt: skip
             args.output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
             log(f"{step} done; wrote {args.output}")
@@ -1024,11 +1039,16 @@ def main(argv: list[str] | None = None) -> int:
 
             web = run_web(args, Path(tmp), make_queries(args.seed, args.queries, zipf=True))
             write_results("web")
+        if args.only in ("all", "importers"):
+            from bench_importers import run_importers
+
+            importers = run_importers(args, Path(tmp))
+            write_results("importers")
     print()
     search = (semantic or {}).get("vectors", {}).get("search")
     print(f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, Python {platform.python_version()} "
           f"({sys.executable}), SQLite {sqlite3.sqlite_version}" + (f", vector search: {search}" if search else ""))  # fmt: skip
-    print_table(all_rows(results, operations, semantic, copy, web))
+    print_table(all_rows(results, operations, semantic, copy, web, importers))
     ok = True
     for r in results:
         for part, checks in (("consolidation", ("full_same_result_as_raw", "incremental_same_result_as_full",
@@ -1041,6 +1061,12 @@ def main(argv: list[str] | None = None) -> int:
         if r.get("near_dup") and not r["near_dup"]["sample_identical"]:
             ok = False
             print(f"CHECK FAILED at {r['size']:,}: near-dup join differs from exhaustive", file=sys.stderr)
+    if importers:
+        from bench_importers import importer_failures
+
+        for failure in importer_failures(importers):
+            ok = False
+            print(f"CHECK FAILED: {failure}", file=sys.stderr)
     print(f"\nwrote {args.output}")
     return 0 if ok else 1
 
