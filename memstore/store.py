@@ -333,6 +333,33 @@ class MemoryStore:
         with write_transaction(self.engine) as conn:
             return extend_lifetimes(conn, ends, namespace, now_ms())
 
+    # -- memories by key (LangGraph's store: memstore.keyed) ------------------------------------
+
+    def get_item(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """The live memory answering to `key` in `namespace` (its fact_key, else its id), or None."""
+        from .keyed import find_item
+
+        with read_transaction(self.engine) as conn:
+            return find_item(conn, namespace, key, now_ms())
+
+    def put_items(self, puts: Sequence[tuple[str, str, dict[str, Any] | None, float | None]]) -> None:
+        """LangGraph's puts (namespace, key, value or None to delete, TTL minutes or None), in order, in one
+        transaction at one moment; each replaced or deleted item is its own run that `restore` undoes."""
+        from .keyed import lock_keys, put_in_transaction
+
+        with write_transaction(self.engine) as conn:
+            lock_keys(conn, puts)
+            now = now_ms()  # once the transaction holds the store and the keys
+            for put in puts:
+                put_in_transaction(conn, put, now)
+
+    def refresh_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Start again the lifetimes of items read with a TTL (LangGraph's refresh on read); how many."""
+        from .keyed import refresh_in_transaction
+
+        with write_transaction(self.engine) as conn:
+            return refresh_in_transaction(conn, rows, now_ms())
+
     def restore(self, run_id: int, *, dry_run: bool = False) -> RestoreReport:
         """Undo a run: its archived rows go back to the live set, whole, and the flags it settled
         open again; a dry run says what would come back and writes nothing."""

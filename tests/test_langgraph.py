@@ -24,7 +24,7 @@ from langgraph.store.base import (
 )
 
 from memstore import MemoryStore, ValidationError
-from memstore.integrations import items
+from memstore import item_values
 from memstore.integrations import langgraph as adapter
 from memstore.integrations.langgraph import MemstoreStore, memory_text
 
@@ -614,7 +614,7 @@ def test_a_compiled_graph_remembers_through_its_store_and_the_job_deduplicates_w
 
 
 def test_docstring_examples():
-    failed, attempted = doctest.testmod(items)
+    failed, attempted = doctest.testmod(item_values)
     assert failed == 0 and attempted > 0
 
 
@@ -684,3 +684,21 @@ def test_a_key_held_as_an_id_in_another_namespace_reads_and_writes_as_a_key_held
     }
     lg.delete(("a",), "bsecret")
     assert store.get("bsecret")["text"] == "The other tenant's secret." and "archived_at" not in store.get("bsecret")
+
+
+def test_a_batch_of_puts_is_one_transaction_and_each_change_its_own_run(lg):
+    from langgraph.store.base import PutOp
+    from sqlalchemy import event
+
+    lg.batch([PutOp(("users", "u1"), f"k{i}", {"content": f"fact {i}"}) for i in range(20)])
+    commits = []
+    event.listen(lg.store.engine, "commit", lambda conn: commits.append(1))
+    ops = [PutOp(("users", "u1"), f"k{i}", {"content": f"fact {i}, revised"}) for i in range(3)]
+    ops += [PutOp(("users", "u1"), "k3", None), PutOp(("users", "u1"), "new", {"content": "a new fact"})]
+    lg.batch(ops)
+    assert len(commits) == 1
+    runs = lg.store.runs()[:4]
+    assert sorted(run["kind"] for run in runs) == ["forget", "update", "update", "update"]
+    lg.store.restore(next(run["id"] for run in runs if run["kind"] == "forget"))
+    assert lg.get(("users", "u1"), "k3").value == {"content": "fact 3"}
+    assert lg.get(("users", "u1"), "k0").value == {"content": "fact 0, revised"}

@@ -294,7 +294,7 @@ def test_a_ttl_too_long_for_the_store_is_refused_before_any_op_of_the_batch_is_w
 
 
 def test_a_put_ends_its_lifetime_exactly_ttl_after_the_put(open_store):
-    from memstore.integrations.items import lifetime_ms as _lifetime_ms
+    from memstore.item_values import lifetime_ms as _lifetime_ms
 
     assert [m for m in range(1, 200_000) if _lifetime_ms(m / 60_000) != m] == []
     assert _lifetime_ms(1.5 / 60_000) == 2  # a part of a millisecond: never shorter

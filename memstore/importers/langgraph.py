@@ -22,7 +22,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from ..db import database_url, shown_location, sqlite_driver
 from ..errors import MemstoreError, ValidationError
-from ..integrations.items import memory_text
+from ..item_values import memory_text
 from ..io import strict_json
 from .common import Read, SourceRecord, imported_id, moment_ms
 

@@ -12,15 +12,16 @@ The mapping (docs/langgraph.md says the same for users):
   the job deduplicates on, is taken from the value (`memory_text`);
 - a put to an existing key is an update (the old version archived as "superseded"), a put of None
   and a delete a forget, as `MemoryStore.update` and `.forget` do them; `restore(run_id)` undoes
-  either. A put reads which memory holds the key and writes in one transaction (`items.put_item`),
-  so puts from several processes to one key make one memory, the last put winning. A put of the value
-  already stored writes nothing (but its lifetime starts again);
+  either. A put reads which memory holds the key and writes in one transaction (`MemoryStore.put_items`),
+  so puts from several processes to one key make one memory, the last put winning; a batch's puts
+  are one transaction. A put of the value already stored writes nothing (but its lifetime starts again);
 - a TTL (minutes, LangGraph's unit) is the memory's lifetime: `expires_at`, with the TTL kept in
   `meta` as "ttl_minutes" so a read can start it again (`refresh_on_read`). From its end the item is
   invisible to every read, swept or not (LangGraph's `omit_expired`, always on); `sweep_ttl()`
   archives what has expired as `expired`, a run `restore` undoes: nothing is hard-deleted.
 
-No SQL here: reads are `MemoryStore` calls, and a put runs memstore's own write functions (items.py).
+No SQL and no transaction here: every read and write is a `MemoryStore` call (`get_item`,
+`put_items`, `refresh_items` for items by key: memstore.keyed), the mapping rules memstore.item_values.
 """
 
 from __future__ import annotations
@@ -57,13 +58,11 @@ except ImportError as exc:
         f"memstore's LangGraph store needs LangGraph ({exc}); install it with: pip install 'memstore[langgraph]'"
     ) from exc
 
-from ..db import read_transaction
 from ..errors import ValidationError
-from ..records import now_ms
+from ..item_values import canonical_json, memory_text, value_of
 from ..store import MemoryStore
 from ..validate import check_string
 from .filters import matches_filter
-from .items import canonical_json, find_item, lifetime_ms, memory_text, put_item, ttl_minutes, value_of
 
 # Recall is asked for at least this many memories per namespace, so a filtered search rarely needs a
 # second round.
@@ -243,7 +242,7 @@ class MemstoreStore(BaseStore):
 
         Every op is checked before anything is read or written. As in LangGraph's own stores, reads
         see the store as it was before the batch's puts, and of several puts to one key the last wins.
-        Each put is its own memstore write (and a replaced or deleted item its own run).
+        The puts are one memstore write transaction (a replaced or deleted item is its own run).
         """
         ops = list(ops)
         puts = self._check_ops(ops)
@@ -257,8 +256,8 @@ class MemstoreStore(BaseStore):
                 results.append(self._list_namespaces(op))
             else:
                 results.append(None)
-        for (namespace, key), (value, ttl) in puts.items():
-            put_item(self.store.engine, namespace, key, value, ttl)  # one transaction each (items.py)
+        if puts:
+            self.store.put_items([(namespace, key, value, ttl) for (namespace, key), (value, ttl) in puts.items()])
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -294,24 +293,12 @@ class MemstoreStore(BaseStore):
 
     # -- reads ---------------------------------------------------------------------------------
 
-    def _find(self, namespace: str, key: str) -> dict[str, Any] | None:
-        with read_transaction(self.store.engine) as conn:
-            return find_item(conn, namespace, key, now_ms())
-
-    def _refresh(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Start the lifetimes of `rows` that have a TTL again (refresh on read); not of one given a
-        lasting life since (`update --no-expiry` keeps the put's meta)."""
-        now = now_ms()
-        ends = {row["id"]: now + lifetime_ms(ttl_minutes(row)) for row in rows if ttl_minutes(row) and row["expires_at"] is not None}
-        if ends:
-            self.store.extend_lifetimes(ends)
-
     def _get(self, op: GetOp) -> Item | None:
-        row = self._find(namespace_to_text(op.namespace), str(op.key))
+        row = self.store.get_item(namespace_to_text(op.namespace), str(op.key))
         if row is None:
             return None
         if op.refresh_ttl:
-            self._refresh([row])
+            self.store.refresh_items([row])
         return Item(**_item_fields(row))
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
@@ -323,8 +310,8 @@ class MemstoreStore(BaseStore):
             with closing(rows):
                 matching = ((row, SearchItem(**_item_fields(row))) for row in rows)
                 found = list(islice(((row, item) for row, item in matching if matches_filter(item.value, op.filter)), op.offset, op.offset + op.limit))
-        if op.refresh_ttl:
-            self._refresh(row for row, _ in found)
+        if op.refresh_ttl and found:
+            self.store.refresh_items([row for row, _ in found])
         return [item for _, item in found]
 
     def _recall(self, op: SearchOp, prefix: str) -> list[tuple[dict[str, Any], SearchItem]]:
