@@ -47,7 +47,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memstore import hygiene
+from memstore import hygiene, words
 from memstore.store import MemoryStore
 
 TARGET_SECONDS = 60.0
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
             hygiene.similar_pairs(sample, near_t) == [p for p in exhaustive if p.similarity >= near_t]
         )
     if "sides" in inspect.signature(hygiene.similar_pairs).parameters:
-        negated = [bool(s & hygiene.NEGATION_WORDS) for s in sample]
+        negated = [bool(s & words.REPORT_NEGATIONS) for s in sample]
         extra_checks["negated_vs_plain_at_0.5"] = hygiene.similar_pairs(sample, SAMPLE_THRESHOLD, sides=negated) == [
             p for p in exhaustive if negated[p.first] != negated[p.second]
         ]
