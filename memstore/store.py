@@ -349,9 +349,7 @@ class MemoryStore:
 
         with write_transaction(self.engine) as conn:
             lock_keys(conn, puts)
-            now = now_ms()  # once the transaction holds the store and the keys
-            for put in puts:
-                put_in_transaction(conn, put, now)
+            put_in_transaction(conn, puts, now_ms())  # now: once the transaction holds the store and the keys
 
     def refresh_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
         """Start again the lifetimes of items read with a TTL (LangGraph's refresh on read); how many."""

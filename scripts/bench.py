@@ -82,6 +82,11 @@ into a fresh SQLite store, against memstore's own JSONL import of as many record
 Target: each importer's rate >= 0.50 x the JSONL import's; every import must add exactly the
 memories its source holds.
 
+LangGraph (once per bench run; ``--only langgraph`` runs just this; ``--langgraph-puts``, default
+400): the scenario of scripts/bench_langgraph.py, ``MemstoreStore`` against LangGraph's own
+``SqliteStore`` taking turns put by put: put p50 (target <= 2x SqliteStore's) and a batch of 20 puts
+against one put (target <= 5x: a batch is one transaction).
+
 Repeats: each scenario runs ``--repeats`` times (median reported) unless one run takes more than
 ``--slow`` seconds (default 10), in which case it runs once. Store files are copied with
 shutil.copy after every connection is closed and the WAL checkpointed, so each measured variant
@@ -922,14 +927,16 @@ def table_rows(results: list[dict]) -> list[dict]:
 
 
 def all_rows(results: list[dict], operations: dict | None, semantic: dict | None = None, copy: dict | None = None,
-             web: dict | None = None, importers: dict | None = None) -> list[dict]:
+             web: dict | None = None, importers: dict | None = None, langgraph: dict | None = None) -> list[dict]:
     from bench_copy import copy_rows
     from bench_importers import importer_rows
+    from bench_langgraph import langgraph_rows
     from bench_web import web_rows
 
     return (table_rows(results) + (operations_rows(operations) if operations else []) + (semantic_rows(semantic) if semantic else [])
             + (copy_rows(copy) if copy else []) + (web_rows(web) if web else [])
-            + (importer_rows(importers) if importers and importers.get("baseline") else []))  # fmt: skip
+            + (importer_rows(importers) if importers and importers.get("baseline") else [])
+            + (langgraph_rows(langgraph) if langgraph else []))  # fmt: skip
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -970,16 +977,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=None, help="where store files go (default: a temp dir)")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--only", choices=["all", "core", "ops", "vectors", "copy", "web", "importers"], default="all",
+    parser.add_argument("--only", choices=["all", "core", "ops", "vectors", "copy", "web", "importers", "langgraph"], default="all",
                         help="core: the per-size scenarios; ops: the job report and CLI scenarios; vectors: vector search; "
                              "copy: memstore copy between backends (scripts/bench_copy.py); web: memstore web's pages (scripts/bench_web.py); "
-                             "importers: import --from every format vs memstore's own JSONL (scripts/bench_importers.py)")
+                             "importers: import --from every format vs memstore's own JSONL (scripts/bench_importers.py); "
+                             "langgraph: MemstoreStore put and batch vs LangGraph's SqliteStore (scripts/bench_langgraph.py)")
     parser.add_argument("--copy-size", type=int, default=100_000, help="memories of the copy scenario's store")
     parser.add_argument("--web-sizes", type=int, nargs="+", default=[100_000, 1_000_000], help="memories of the web scenario's stores")
     parser.add_argument("--web-namespaces", type=int, default=1_000, help="namespaces of the web scenario's stores")
     parser.add_argument("--web-runs", type=int, default=50, help="requests of each web page (and of each through the real server) per size")
     parser.add_argument("--web-cache", type=Path, default=None, help="keep the web scenario's built stores here and reuse them")
     parser.add_argument("--importers-size", type=int, default=100_000, help="memories of each importer scenario's source")
+    parser.add_argument("--langgraph-puts", type=int, default=400, help="puts timed on each LangGraph store (batches: this / 20)")
     parser.add_argument("--model-dir", type=Path, default=REPO / ".model-cache" / "minilm", help="the offline model directory")
     parser.add_argument("--process-runs", type=int, default=7, help="runs of each recall process (median reported)")
     parser.add_argument("--vectors-size", type=int, default=100_000, help="memories of the process and PostgreSQL vector scenarios")
@@ -987,7 +996,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops-sizes", type=int, nargs="+", default=[50_000, 500_000], help="live stores of the job-report scenario")
     parser.add_argument("--cli-runs", type=int, default=21, help="wall-time runs of memstore add and of its baseline")
     args = parser.parse_args(argv)
-    sizes = [] if args.only in ("ops", "vectors", "copy", "web", "importers") else [10_000] if args.quick else sorted(args.sizes)
+    sizes = [] if args.only in ("ops", "vectors", "copy", "web", "importers", "langgraph") else [10_000] if args.quick else sorted(args.sizes)
 
     started = time.perf_counter()
     results: list[dict] = []
@@ -998,6 +1007,7 @@ def main(argv: list[str] | None = None) -> int:
         copy: dict | None = None
         web: dict | None = None
         importers: dict | None = None
+        langgraph: dict | None = None
 
         def write_results(step: str) -> None:
             doc = {
@@ -1011,13 +1021,14 @@ def main(argv: list[str] | None = None) -> int:
                            "queries": args.queries, "seed": args.seed, "exhaustive_sample": args.exhaustive_sample,
                            "ops_sizes": args.ops_sizes, "cli_runs": args.cli_runs},
                 "elapsed_seconds": round(time.perf_counter() - started, 1),
-                "table": all_rows(results, operations, semantic, copy, web, importers),
+                "table": all_rows(results, operations, semantic, copy, web, importers, langgraph),
                 "results": results,
                 "operations": operations,
                 "semantic": semantic,
                 "copy": copy,
                 "web": web,
                 "importers": importers,
+                "langgraph": langgraph,
             }  # fmt: skip
             args.output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
             log(f"{step} done; wrote {args.output}")
@@ -1044,11 +1055,16 @@ def main(argv: list[str] | None = None) -> int:
 
             importers = run_importers(args, Path(tmp))
             write_results("importers")
+        if args.only in ("all", "langgraph"):
+            from bench_langgraph import run_langgraph
+
+            langgraph = run_langgraph(args, Path(tmp))
+            write_results("langgraph")
     print()
     search = (semantic or {}).get("vectors", {}).get("search")
     print(f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, Python {platform.python_version()} "
           f"({sys.executable}), SQLite {sqlite3.sqlite_version}" + (f", vector search: {search}" if search else ""))  # fmt: skip
-    print_table(all_rows(results, operations, semantic, copy, web, importers))
+    print_table(all_rows(results, operations, semantic, copy, web, importers, langgraph))
     ok = True
     for r in results:
         for part, checks in (("consolidation", ("full_same_result_as_raw", "incremental_same_result_as_full",
@@ -1067,6 +1083,12 @@ def main(argv: list[str] | None = None) -> int:
         for failure in importer_failures(importers):
             ok = False
             print(f"CHECK FAILED: {failure}", file=sys.stderr)
+    if langgraph:
+        from bench_langgraph import langgraph_failures
+
+        for failure in langgraph_failures(langgraph):
+            ok = False
+            print(f"TARGET MISSED: {failure}", file=sys.stderr)
     print(f"\nwrote {args.output}")
     return 0 if ok else 1
 
