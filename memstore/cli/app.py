@@ -14,7 +14,6 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ..db import database_error, default_location
 from ..errors import MemstoreError
-from ..store import MemoryStore
 
 
 # Each command and where it is defined ("module of this package:attribute"). A command's module is
@@ -98,16 +97,7 @@ def cli(ctx: click.Context, db: str | None) -> None:
         memstore add "User prefers dark mode." --importance 4
         memstore consolidate --capacity 1000
     """
-    location = db or default_location()
-    stores: list[MemoryStore] = []
-
-    def open_once(create: bool) -> MemoryStore:
-        if not stores:
-            stores.append(MemoryStore(location, create=create))
-            ctx.call_on_close(stores[0].close)
-        return stores[0]
-
-    ctx.obj = {"location": location, "open": open_once}
+    ctx.obj = {"location": db or default_location()}  # opened by each command (options.open_store)
 
 
 def closed_pipe() -> int:

@@ -7,16 +7,14 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from ..defaults import CHECK_K, DEFAULT_NAMESPACE, RECALL_MODES
 from ..io import iso_to_ms, parse_moment, read_checks, strict_json
+from ..store import MemoryStore
 from ..validate import INT64_MAX, INT64_MIN, parse_ttl
-
-if TYPE_CHECKING:
-    from ..store import MemoryStore
 
 
 def mode_option(help: str) -> Callable[[Callable], Callable]:
@@ -167,5 +165,8 @@ def chosen_namespace(namespace: str | None, all_namespaces: bool) -> str | None:
 
 
 def open_store(ctx: click.Context, *, create: bool = False) -> MemoryStore:
-    """The store named by --db; only the commands that write new memories may create it."""
-    return ctx.find_root().obj["open"](create)
+    """`MemoryStore(--db)`, closed when the command ends; only the commands that write new memories
+    may create it. A command calls it once, then the one method that does its work."""
+    store = MemoryStore(ctx.find_root().obj["location"], create=create)
+    ctx.call_on_close(store.close)
+    return store
