@@ -199,6 +199,10 @@ def test_what_is_not_a_langgraph_store_is_refused_in_one_line(tmp_path, db_path)
         conn.execute("CREATE TABLE notes (body TEXT)")
     result = invoke(db_path, "import", "--from", "langgraph", str(other))
     assert (result.exit_code, result.stderr) == (1, f"Error: {other}: not a LangGraph store (its table 'store' has no 'prefix')\n")
+    text_file = tmp_path / "notes.txt"
+    text_file.write_text("not a database\n" * 100)
+    result = invoke(db_path, "import", "--from", "langgraph", str(text_file))
+    assert (result.exit_code, result.stderr) == (1, f"Error: {text_file}: cannot read it as a LangGraph store: file is not a database\n")
     missing = invoke(db_path, "import", "--from", "langgraph", str(tmp_path / "nope.db"))
     assert missing.exit_code == 1 and missing.stderr.count("\n") == 1 and "no such file" in missing.stderr
     assert not (tmp_path / "nope.db").exists()  # not created by trying to read it

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.exc import SQLAlchemyError
 
 from ..db import database_url, shown_location, sqlite_driver
 from ..errors import MemstoreError, ValidationError
@@ -43,6 +44,13 @@ def _engine(source: str):
 
 
 def _rows(source: str) -> list[dict[str, Any]]:
+    try:
+        return _read_rows(source)
+    except SQLAlchemyError as exc:  # named as the source's, not the target store's
+        raise MemstoreError(f"{shown_location(source)}: cannot read it as a LangGraph store: {exc.orig or exc}".splitlines()[0]) from None
+
+
+def _read_rows(source: str) -> list[dict[str, Any]]:
     engine = _engine(source)
     try:
         with engine.connect() as conn:
