@@ -215,16 +215,19 @@ def bring_up_to_date(engine: Engine, namespaces: Iterable[str]) -> int:
         return len(wanted)
 
 
-def search(conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int) -> list[tuple[str, float]]:
-    """What `vectors.search` answers, from the namespace's vector file when the store is a SQLite
-    file whose connection cannot keep the vector index, else as `vectors.search` does."""
+def search(
+    conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int, *, now: int | None = None
+) -> list[tuple[str, float]]:
+    """What `vectors.search` answers (at `now`, default the clock's), from the namespace's vector
+    file when the store is a SQLite file whose connection cannot keep the vector index, else as
+    `vectors.search` does."""
     store_path = vector_file_store(conn, model)
     if store_path is None or k <= 0:
-        return search_in_store(conn, model, query_vector, namespace, k)
+        return search_in_store(conn, model, query_vector, namespace, k, now=now)
     held = VectorFile(store_path, model, namespace)
     meta = held.current(conn)
     if meta is None:
-        return search_in_store(conn, model, query_vector, namespace, k)
+        return search_in_store(conn, model, query_vector, namespace, k, now=now)
     ids: list[str] = meta["ids"]
     if not ids:
         return []
@@ -234,7 +237,7 @@ def search(conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, na
         while True:
             candidates = _best(ids, coarse, held.rows, query_vector, min(depth, len(ids)))
             # Judged on the vectors this snapshot holds: the file may be newer than the snapshot.
-            found = _ranked(*live_vectors(conn, model, [memory_id for memory_id, _ in candidates], namespace), query_vector)
+            found = _ranked(*live_vectors(conn, model, [memory_id for memory_id, _ in candidates], namespace, now=now), query_vector)
             if len(found) >= k or depth >= len(ids):
                 return found[:k]
             depth *= 4

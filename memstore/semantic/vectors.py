@@ -250,9 +250,11 @@ def _ranked(ids: Sequence[str], vectors: np.ndarray, query_vector: np.ndarray) -
     return sorted((hit for hit in hits if math.isfinite(hit[1])), key=lambda hit: (-hit[1], hit[0]))
 
 
-def _vectors_of(conn: Connection, model: EmbeddingModel, ids: Sequence[str], namespace: str | None = None) -> dict[str, bytes]:
-    """The blobs of `model` for `ids` (and, with `namespace`, only of live memories of it not expired), looked up
-    by memory id. The model is compared here, not in SQL: with it SQLite walks the model's index
+def _vectors_of(
+    conn: Connection, model: EmbeddingModel, ids: Sequence[str], namespace: str | None = None, now: int | None = None
+) -> dict[str, bytes]:
+    """The blobs of `model` for `ids` (and, with `namespace`, only of live memories of it not expired
+    at `now`, by default the clock's), looked up by memory id. The model is compared here, not in SQL: with it SQLite walks the model's index
     over every vector instead of looking the few ids up. A vector that is not usable is left out."""
     if namespace is None:
         query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector)
@@ -264,7 +266,7 @@ def _vectors_of(conn: Connection, model: EmbeddingModel, ids: Sequence[str], nam
     query = select(
         memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector, memories.c.namespace, memories.c.expires_at
     ).join(memories, memories.c.id == memory_vectors.c.memory_id)
-    now = now_ms()
+    now = now_ms() if now is None else now
     return {
         row.memory_id: row.vector
         for row in rows_in(conn, query, memory_vectors.c.memory_id, list(ids))
@@ -273,36 +275,43 @@ def _vectors_of(conn: Connection, model: EmbeddingModel, ids: Sequence[str], nam
     }
 
 
-def live_vectors(conn: Connection, model: EmbeddingModel, ids: Sequence[str], namespace: str) -> tuple[list[str], np.ndarray]:
-    """The ids of `ids` that are live memories of `namespace`, not expired, with a vector of `model`, by
-    id, and their vectors."""
-    found = sorted(_vectors_of(conn, model, ids, namespace).items())
+def live_vectors(
+    conn: Connection, model: EmbeddingModel, ids: Sequence[str], namespace: str, *, now: int | None = None
+) -> tuple[list[str], np.ndarray]:
+    """The ids of `ids` that are live memories of `namespace`, not expired at `now` (default: the
+    clock's), with a vector of `model`, by id, and their vectors."""
+    found = sorted(_vectors_of(conn, model, ids, namespace, now).items())
     return [memory_id for memory_id, _ in found], from_blobs((blob for _, blob in found), model.dim)
 
 
-def live_ids(conn: Connection, ids: Sequence[str], namespace: str) -> set[str]:
-    """Which of `ids` are live memories of `namespace`, not expired (compared here: with the
-    namespace in SQL, SQLite may walk the namespace's index instead of looking the few ids up)."""
+def live_ids(conn: Connection, ids: Sequence[str], namespace: str, *, now: int | None = None) -> set[str]:
+    """Which of `ids` are live memories of `namespace`, not expired at `now` (default: the clock's;
+    compared here: with the namespace in SQL, SQLite may walk the namespace's index instead of
+    looking the few ids up)."""
     rows = rows_in(conn, select(memories.c.id, memories.c.namespace, memories.c.expires_at), memories.c.id, list(ids))
-    now = now_ms()
+    now = now_ms() if now is None else now
     return {row.id for row in rows if row.namespace == namespace and is_unexpired(row._mapping, now)}
 
 
-def search(conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int) -> list[tuple[str, float]]:
-    """The k live memories of `namespace` most similar to `query_vector`: (id, cosine), best first,
-    ties by id. In the database's vector index when it is ready, else over the namespace's vectors
-    with NumPy."""
+def search(
+    conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int, *, now: int | None = None
+) -> list[tuple[str, float]]:
+    """The k live memories of `namespace` not expired at `now` (default: the clock's) most similar
+    to `query_vector`: (id, cosine), best first, ties by id. In the database's vector index when it
+    is ready, else over the namespace's vectors with NumPy."""
     if k <= 0:
         return []
     if vector_index.ready(conn, model.name):
-        found = _search_index(conn, model, query_vector, namespace, k)
+        found = _search_index(conn, model, query_vector, namespace, k, now)
         if found is not None:
             return found
-    ids, vectors = namespace_vectors(conn, model, namespace)
+    ids, vectors = namespace_vectors(conn, model, namespace, now=now)
     return _top(ids, vectors, query_vector, k)
 
 
-def _search_index(conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int) -> list[tuple[str, float]] | None:
+def _search_index(
+    conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int, now: int | None
+) -> list[tuple[str, float]] | None:
     """The index's answer, or None when it cannot prove one (ties past what it may return)."""
     blob = to_blob(query_vector)
     limit = vector_index.depth_limit(conn)
@@ -311,7 +320,7 @@ def _search_index(conn: Connection, model: EmbeddingModel, query_vector: np.ndar
         if limit is not None:
             depth = min(depth, limit)
         found = vector_index.nearest(conn, blob, namespace, depth)
-        ids, vectors = live_vectors(conn, model, [memory_id for memory_id, _ in found], namespace)
+        ids, vectors = live_vectors(conn, model, [memory_id for memory_id, _ in found], namespace, now=now)
         ranked = _ranked(ids, vectors, query_vector)
         if len(found) < depth:  # the index holds no more of this namespace
             return ranked[:k]
@@ -327,13 +336,13 @@ def _search_index(conn: Connection, model: EmbeddingModel, query_vector: np.ndar
         depth *= 4
 
 
-def namespace_vectors(conn: Connection, model: EmbeddingModel, namespace: str) -> tuple[list[str], np.ndarray]:
-    """Every live memory of `namespace`, not expired, with a vector of `model`, by id, and the
-    vectors: what the NumPy path reads (that namespace's only)."""
+def namespace_vectors(conn: Connection, model: EmbeddingModel, namespace: str, *, now: int | None = None) -> tuple[list[str], np.ndarray]:
+    """Every live memory of `namespace`, not expired at `now` (default: the clock's), with a vector
+    of `model`, by id, and the vectors: what the NumPy path reads (that namespace's only)."""
     rows = conn.execute(
         select(memories.c.id, memory_vectors.c.model, memory_vectors.c.vector)
         .join(memory_vectors, memory_vectors.c.memory_id == memories.c.id)
-        .where(memories.c.namespace == namespace, unexpired(memories, now_ms()))  # the model compared below: see _vectors_of
+        .where(memories.c.namespace == namespace, unexpired(memories, now_ms() if now is None else now))  # the model compared below: see _vectors_of
         .order_by(memories.c.id)
     )
     # Of the wrong length, left out; holding a NaN, never a neighbour (`_best`): testing every value
@@ -447,8 +456,8 @@ class NamespaceVectors:
             held = sorted(memory_id for memory_id in set(ids) if memory_id in self.position)
             return dict(_ranked(held, self.columns[:, [self.position[memory_id] for memory_id in held]].T, query_vector))
 
-    def search(self, conn: Connection, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """What `search` answers, from memory."""
+    def search(self, conn: Connection, query_vector: np.ndarray, k: int, *, now: int | None = None) -> list[tuple[str, float]]:
+        """What `search` answers (at `now`, default the clock's), from memory."""
         with self.lock:
             self.refresh(conn)
             if k <= 0 or not self.ids:
@@ -456,7 +465,7 @@ class NamespaceVectors:
             depth = max(CANDIDATES_PER_RESULT * k, 10)
             while True:
                 candidates = self._top(query_vector, min(depth, len(self.ids)))
-                live = live_ids(conn, [memory_id for memory_id, _ in candidates], self.namespace)
+                live = live_ids(conn, [memory_id for memory_id, _ in candidates], self.namespace, now=now)
                 found = [hit for hit in candidates if hit[0] in live]
                 if len(found) >= k or depth >= len(self.ids):
                     return found[:k]
