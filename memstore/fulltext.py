@@ -1,8 +1,8 @@
-"""Full-text recall: search over the live set, ranked by relevance, ties broken by id.
+"""Full-text search: the live set ranked by relevance to a query, ties broken by id (`recall_rows`).
 
 SQLite uses the FTS5 index `memories_fts` (kept in step with `memories` by triggers), PostgreSQL a GIN
 index on `pg_document("text")`, the same words as FTS5's. A query is split into words; a memory matches when it
-contains any of them, except the words that say nothing about which memory is meant (`recall_words`):
+contains any of them, except the words that say nothing about which memory is meant (`query_words`):
 function words ("what", "did", "the") and words held by very many memories drop out when the query
 has another word. A query made only of such common words is ranked among the namespace's newest
 memories holding them (`_recall_among_newest`), which bounds what it costs at any size.
@@ -15,10 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Float, bindparam, column, func, select, text, update
+from sqlalchemy import Connection, Float, bindparam, column, func, select, text
 
-from .db import chunked, rows_in
-from .live_counts import namespace_share
+from .db import rows_in
 from .records import now_ms
 from .schema import FTS_TABLE, MEMORY_COLUMNS, is_unexpired, memories, unexpired
 from .words import FUNCTION_WORDS, tokens
@@ -98,11 +97,6 @@ def holding(conn: Connection, word: str) -> int:
     ).scalar_one()
 
 
-def is_common(conn: Connection, word: str) -> bool:
-    """Is `word` in more than COMMON_WORD_MEMORIES memories?"""
-    return holding(conn, word) > COMMON_WORD_MEMORIES
-
-
 @dataclass(frozen=True)
 class QueryWords:
     """The words recall searches on, and how many memories hold each (counted up to
@@ -141,84 +135,6 @@ def choose_words(query: str, count: Callable[[str], int]) -> QueryWords:
     return QueryWords(kept, {word: counts[word] for word in kept})
 
 
-def recall_words(conn: Connection, query: str) -> list[str]:
-    """The words recall matches and ranks on (see `query_words`)."""
-    return query_words(conn, query).words
-
-
-@dataclass(frozen=True)
-class NamespaceCounts:
-    """How many memories of one namespace hold each of the query's words (`holding`), among how
-    many (`memories`): what hybrid recall weighs the words by."""
-
-    holding: dict[str, int]
-    memories: int
-
-
-# The memories of one namespace holding any of the words, expired ones included (as the
-# namespace's size counts them), each with its full-text rank (lower is better: RECALL_SQL's
-# order), in one pass over the words' entries in the index, each looked up by rowid, and stopped
-# past NAMESPACE_MATCHES_READ of them.
-NAMESPACE_MATCHES_SQL = {
-    "sqlite": (
-        f"SELECT m.seq, m.id, m.text, m.expires_at, bm25({FTS_TABLE}) AS rank FROM {FTS_TABLE} CROSS JOIN memories AS m "
-        f"ON m.seq = {FTS_TABLE}.rowid WHERE {FTS_TABLE} MATCH :expression AND m.namespace = :namespace LIMIT :limit"
-    ),
-    "postgresql": (
-        f"SELECT seq, id, text, expires_at, -ts_rank({pg_document('text')}, query) AS rank FROM memories, to_tsquery('simple', :expression) AS query "
-        f"WHERE {pg_document('text')} @@ query AND namespace = :namespace LIMIT :limit"
-    ),
-}
-# Up to this many matches, a namespace's are read whole, ranked and counted in one pass: the texts
-# are split into words in Python, which costs about 10 microseconds a memory. More (a namespace
-# that is most of a big store) are ranked and counted in the index instead.
-NAMESPACE_MATCHES_READ = 1_000
-NAMESPACE_WORD_COUNT_SQL = {
-    "sqlite": (
-        f"SELECT count(*) FROM {FTS_TABLE} CROSS JOIN memories AS m ON m.seq = {FTS_TABLE}.rowid "
-        f"WHERE {FTS_TABLE} MATCH :word AND m.namespace = :namespace"
-    ),
-    "postgresql": f"SELECT count(*) FROM memories WHERE {pg_document('text')} @@ to_tsquery('simple', :word) AND namespace = :namespace",
-}
-
-
-def recall_rows_and_counts(conn: Connection, words: QueryWords, k: int, namespace: str) -> tuple[list[dict[str, Any]], NamespaceCounts]:
-    """`recall_rows`' answer for `words` (the query's, `query_words`), and how many memories of
-    `namespace` hold each word: what hybrid recall needs, the first to rank, the second to weigh.
-
-    A namespace that is the whole store has the store's counts, made already; so has a query made
-    only of common words (counting them in one namespace would read most of the index: such
-    counts, above the namespace's size, weigh nothing). Any other namespace with at most
-    NAMESPACE_MATCHES_READ memories holding the words is read once for both: they are ranked as
-    RECALL_SQL ranks them, and counted as hybrid recall's coverage reads a text (`tokens`). Past
-    that, recall_rows ranks, and the index counts the words in the namespace, unless it holds at
-    least half the store: then it is weighed as the store."""
-    namespace_memories, elsewhere = namespace_share(conn, namespace)
-    if k <= 0 or not words.words or words.all_common or not elsewhere:
-        return recall_rows(conn, "", k, namespace, words=words), NamespaceCounts(dict(words.holding), namespace_memories)
-    dialect = conn.dialect.name
-    parameters = {"expression": query_expression(words.words, dialect), "namespace": namespace, "limit": NAMESPACE_MATCHES_READ + 1}
-    matches = conn.execute(text(NAMESPACE_MATCHES_SQL[dialect]), parameters).all()
-    if len(matches) <= NAMESPACE_MATCHES_READ:
-        held = dict.fromkeys(words.words, 0)
-        for row in matches:
-            present = set(tokens(row.text))
-            for word in words.words:
-                held[word] += word in present
-        now = now_ms()
-        best = sorted((row for row in matches if is_unexpired(row._mapping, now)), key=lambda row: (row.rank, row.id))[: min(k, MAX_LIMIT)]
-        whole = _whole_rows(conn, [row.seq for row in best])
-        return [dict(whole[row.seq], score=-row.rank) for row in best], NamespaceCounts(held, namespace_memories)
-    ranked = recall_rows(conn, "", k, namespace, words=words)
-    if elsewhere <= namespace_memories:
-        # Most of the store: weighed as the store, whose counts are made (they differ from the
-        # namespace's by at most the other half's, a log-scale weight by at most log 2).
-        return ranked, NamespaceCounts(dict(words.holding), namespace_memories + elsewhere)
-    statement = text(NAMESPACE_WORD_COUNT_SQL[dialect])
-    held = {word: conn.execute(statement, {"word": query_expression([word], dialect), "namespace": namespace}).scalar_one() for word in words.words}
-    return ranked, NamespaceCounts(held, namespace_memories)
-
-
 # The shortlist holds max(40, 8k) scores, and its rowids go into one IN list: only for k up to 100,
 # far below SQLite's limit on bound parameters; larger k goes straight to the one-statement ranking.
 SHORTLIST_PER_RESULT = 8
@@ -234,7 +150,7 @@ SHORTLIST_SQL = (
     f"SELECT rowid, bm25({FTS_TABLE}) AS score FROM {FTS_TABLE} "
     f"WHERE {FTS_TABLE} MATCH :expression ORDER BY score LIMIT :depth"
 )
-# What proving the shortlist needs of each memory (`_whole_rows` reads the k returned).
+# What proving the shortlist needs of each memory (`whole_rows` reads the k returned).
 SHORTLIST_ROWS = (
     # Namespace left out on purpose: with it SQLite may walk the namespace's index instead of
     # looking the few rowids up.
@@ -264,11 +180,11 @@ def _recall_from_shortlist(conn: Connection, expression: str, k: int, namespace:
     if not complete and len(found) < k:
         return None
     best = sorted(found, key=lambda row: (score[row.seq], row.id))[:k]
-    whole = _whole_rows(conn, [row.seq for row in best])
+    whole = whole_rows(conn, [row.seq for row in best])
     return [dict(whole[row.seq], score=-score[row.seq]) for row in best]
 
 
-def _whole_rows(conn: Connection, seqs: list[int]) -> dict[int, Any]:
+def whole_rows(conn: Connection, seqs: list[int]) -> dict[int, Any]:
     """The whole rows of `seqs`, by seq: read only for the memories recall returns (their metadata
     decoded), the candidates having been judged on a few columns."""
     return {row.seq: row._mapping for row in rows_in(conn, select(memories), memories.c.seq, seqs)}
@@ -279,7 +195,7 @@ def _whole_rows(conn: Connection, seqs: list[int]) -> dict[int, Any]:
 # second at a million memories, and a query that names nothing rarer says little beyond "lately".
 COMMON_QUERY_WINDOW = 1_000
 
-# What ranking among the newest reads of each candidate (`_whole_rows` reads the k chosen).
+# What ranking among the newest reads of each candidate (`whole_rows` reads the k chosen).
 _CANDIDATE_COLUMNS = (memories.c.seq, memories.c.id, memories.c.text)
 
 # The namespace's newest unexpired memories holding any of the words, by write order. On SQLite the
@@ -318,7 +234,7 @@ def _recall_among_newest(conn: Connection, words: list[str], expression: str, k:
         parameters = {"expression": expression, "namespace": namespace, "now": now, "limit": COMMON_QUERY_WINDOW}
         candidates = list(conn.execute(text(NEWEST_MATCHES_SQL[conn.dialect.name]), parameters).mappings())
     best = by_words_held(words, candidates, k)
-    whole = _whole_rows(conn, [row["seq"] for row in best])
+    whole = whole_rows(conn, [row["seq"] for row in best])
     return [dict(whole[row["seq"]], score=row["score"]) for row in best]
 
 
@@ -337,9 +253,9 @@ def by_words_held(words: Sequence[str], rows: Sequence[dict[str, Any]], k: int) 
 def recall_rows(
     conn: Connection, query: str, k: int, namespace: str, *, words: QueryWords | None = None, now: int | None = None
 ) -> list[dict[str, Any]]:
-    """The top-k live memories of `namespace` for `query` not expired at `now` (default: now), best
-    first, each with its `score`; `words`, when the caller has them already, are the query's words
-    (`query_words`)."""
+    """The top-k live memories of `namespace` for `query` not expired at `now`, best first, each with
+    its `score`; `words`, when the caller has them already, are the query's words (`query_words`).
+    (`now` defaults to the clock for `recall_checks.FullTextRanking` alone: recall passes its own.)"""
     if k <= 0:
         return []
     now = now_ms() if now is None else now
@@ -361,12 +277,3 @@ def recall_rows(
     ).mappings()
     return [dict(row) for row in rows]
 
-
-def touch(conn: Connection, ids: list[str], now: int) -> None:
-    """Count a recall: recall_count + 1 and last_recalled_at = now."""
-    for chunk in chunked(ids):  # k is the caller's: one IN list of every id could pass the parameter limit
-        conn.execute(
-            update(memories)
-            .where(memories.c.id.in_(chunk))
-            .values(recall_count=memories.c.recall_count + 1, last_recalled_at=now)
-        )

@@ -12,9 +12,12 @@ from .reads import iter_rows
 from .semantic.flags import list_flags
 
 
-def inventory(conn: Connection, namespace: str | None, as_of: int, near_threshold: float) -> dict[str, Any]:
-    report = build_report(list(iter_rows(conn, namespace)), as_of, near_threshold=near_threshold)
+def inventory(conn: Connection, namespace: str | None, now: int, near_threshold: float, *, ages_at: int | None = None) -> dict[str, Any]:
+    """The report of the memories of `namespace` (None: all) live at `now`; days idle and staleness
+    are counted to `ages_at` (`report --now`; default `now`), which the report gives as its `now`."""
+    ages_at = now if ages_at is None else ages_at
+    report = build_report(list(iter_rows(conn, namespace, now)), ages_at, near_threshold=near_threshold)
     return {
-        "namespace": namespace, "now": as_of, "near_duplicate_threshold": near_threshold, **report,
+        "namespace": namespace, "now": ages_at, "near_duplicate_threshold": near_threshold, **report,
         "open_flags": list_flags(conn, namespace),
     }  # fmt: skip

@@ -1,6 +1,8 @@
-"""Reads for the faces: one memory, a fact by its key, listings, counts, runs, namespaces. Each runs
-on a connection inside the caller's read transaction; every query that returns rows has a total
-order ending in id. Light on purpose: a per-turn `memstore list` or `show` loads only this."""
+"""Reads for the faces: one memory, a fact by its key, listings, counts, the live set at a past
+moment, runs, namespaces. Each runs on a connection inside the caller's read transaction, and what
+is live is live at the caller's `now` (the facade reads the clock once per operation); every query
+that returns rows has a total order ending in id. Light on purpose: a per-turn `memstore list` or
+`show` loads only this."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ from sqlalchemy import Connection, Select, Table, exists, func, not_, select, un
 
 from .errors import NotFoundError, ValidationError, memory_not_found
 from .lookups import stored_rows
-from .records import now_ms
 from .schema import MEMORY_COLUMNS, RANK_ORDER, memories, rank_order, unexpired
 from .schema import consolidation_runs as runs
 from .schema import contradiction_flags as flags
@@ -27,12 +28,12 @@ def get_row(conn: Connection, memory_id: str, namespace: str | None) -> dict[str
     return found
 
 
-def find_fact(conn: Connection, namespace: str, fact_key: str) -> dict[str, Any] | None:
-    """The live memory of `namespace` holding `fact_key`, not expired (the newest, then smallest id,
-    if several)."""
+def find_fact(conn: Connection, namespace: str, fact_key: str, now: int) -> dict[str, Any] | None:
+    """The live memory of `namespace` holding `fact_key`, not expired at `now` (the newest, then
+    smallest id, if several)."""
     query = (
         select(memories)
-        .where(memories.c.namespace == namespace, memories.c.fact_key == fact_key, unexpired(memories, now_ms()))
+        .where(memories.c.namespace == namespace, memories.c.fact_key == fact_key, unexpired(memories, now))
         .order_by(memories.c.timestamp.desc(), memories.c.id)
         .limit(1)
     )
@@ -43,20 +44,21 @@ def find_fact(conn: Connection, namespace: str, fact_key: str) -> dict[str, Any]
 def iter_rows(
     conn: Connection,
     namespace: str | None,
+    now: int,
     *,
     archived: bool = False,
     limit: int | None = None,
     namespace_prefix: str | None = None,
     with_expired: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """Rows of one namespace (None: all), live (not expired) in (namespace, rank) order or archived
-    by archive time. `namespace_prefix="a.b"` takes the namespaces "a.b" and "a.b.*" instead.
-    `with_expired` also gives the live rows that have expired (export writes them)."""
+    """Rows of one namespace (None: all), live (not expired at `now`) in (namespace, rank) order or
+    archived by archive time. `namespace_prefix="a.b"` takes the namespaces "a.b" and "a.b.*"
+    instead. `with_expired` also gives the live rows that have expired (export writes them)."""
     table = archive if archived else memories
     order = (table.c.archived_at, table.c.id) if archived else (table.c.namespace, *RANK_ORDER)
     query = select(table).order_by(*order).limit(limit)
     if not archived and not with_expired:
-        query = query.where(unexpired(memories, now_ms()))
+        query = query.where(unexpired(memories, now))
     if namespace is not None:
         query = query.where(table.c.namespace == namespace)
     if namespace_prefix is not None:
@@ -68,12 +70,12 @@ def iter_rows(
         yield dict(row)
 
 
-def count_rows(conn: Connection, namespace: str | None, *, archived: bool = False) -> int:
-    """How many memories of one namespace (None: all) are live and not expired, or archived."""
+def count_rows(conn: Connection, namespace: str | None, now: int, *, archived: bool = False) -> int:
+    """How many memories of one namespace (None: all) are live and not expired at `now`, or archived."""
     table = archive if archived else memories
     query = select(func.count()).select_from(table)
     if not archived:
-        query = query.where(unexpired(memories, now_ms()))
+        query = query.where(unexpired(memories, now))
     if namespace is not None:
         query = query.where(table.c.namespace == namespace)
     return conn.execute(query).scalar_one()
@@ -173,9 +175,9 @@ def run_whole(conn: Connection, run_id: int) -> dict[str, Any]:
             "flags_raised": raised, "flags_settled": settled}  # fmt: skip
 
 
-def namespace_names(conn: Connection) -> list[str]:
-    """The namespaces that hold a visible live memory."""
-    query = select(memories.c.namespace).where(unexpired(memories, now_ms())).distinct().order_by(memories.c.namespace)
+def namespace_names(conn: Connection, now: int) -> list[str]:
+    """The namespaces that hold a live memory not expired at `now`."""
+    query = select(memories.c.namespace).where(unexpired(memories, now)).distinct().order_by(memories.c.namespace)
     return list(conn.execute(query).scalars())
 
 

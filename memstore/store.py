@@ -8,6 +8,7 @@ methods that use them, so a per-turn `memstore add` loads none of them.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from functools import cached_property
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
@@ -17,19 +18,21 @@ from .defaults import CHECK_K, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MIN_AGE_DA
 from .errors import MemstoreError, NotFoundError
 from .io import write_jsonl
 from .migrate import upgrade
-from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, rows_at, run_rows, run_whole
+from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, rows_at, run_rows, run_whole, with_vectors as add_vectors
 from .records import PreparedRow, lifetime_change, now_ms, one_memory, prepare_row
 from .schema import MEMORY_COLUMNS
 from .validate import check_capacity, check_limit, check_moment
 from .writes import AddResult, add_in_transaction, same_key_ids
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
     from .embeddings import Embeddings
     from .importers.apply import ImportReport
     from .integrity import CheckReport
     from .lifecycle import LifecycleReport
     from .maintain import MaintainReport
-    from .recall import Recall
+    from .recall.recaller import Recall
     from .recall_checks import CheckResult
     from .restore import RestoreReport
     from .runs import ConsolidationReport
@@ -80,9 +83,15 @@ class MemoryStore:
     @cached_property
     def recaller(self) -> Recall:
         """Recall over this store (memstore.recall): it keeps the in-process vector index."""
-        from .recall import Recall
+        from .recall.recaller import Recall
 
-        return Recall(self.engine, lambda query: self.embeddings.query_vector(query))
+        return Recall(self._snapshot, lambda query: self.embeddings.query_vector(query))
+
+    @contextmanager
+    def _snapshot(self, write: bool = False) -> Iterator[tuple[Connection, int]]:
+        """A transaction and the one `now` its reads see, read once it holds the store (a write: the lock)."""
+        with (write_transaction if write else read_transaction)(self.engine) as conn:
+            yield conn, now_ms()
 
     def close(self) -> None:
         self.checkpoints.wait()
@@ -163,7 +172,7 @@ class MemoryStore:
     def find_fact(self, namespace: str, fact_key: str) -> dict[str, Any] | None:
         """The live memory of `namespace` holding `fact_key` (the newest, then smallest id, if several)."""
         with read_transaction(self.engine) as conn:
-            return find_fact(conn, namespace, fact_key)
+            return find_fact(conn, namespace, fact_key, now_ms())
 
     def history(self, id: str, *, namespace: str | None = None) -> list[dict[str, Any]]:
         """Every version of a memory, oldest to newest: the ones it replaced and the ones that
@@ -175,11 +184,10 @@ class MemoryStore:
             return history_rows(conn, id, namespace)
 
     def list(
-        self, namespace: str | None = DEFAULT_NAMESPACE, *, archived: bool = False, limit: int | None = None,
-        as_of: int | None = None,
+        self, namespace: str | None = DEFAULT_NAMESPACE, *, archived: bool = False, limit: int | None = None, as_of: int | None = None
     ) -> list[dict[str, Any]]:
         """Memories of one namespace (None: all), live in rank order, or archived by archive time;
-        `as_of` (Unix ms): the memories that were live at that moment instead (memstore.as_of)."""
+        `as_of` (Unix ms): the memories that were live at that moment instead (memstore.reads.rows_at)."""
         limit = check_limit(limit, "list")
         if as_of is None:
             return list(self.iter_rows(namespace, archived=archived, limit=limit))
@@ -187,14 +195,13 @@ class MemoryStore:
             return rows_at(conn, namespace, check_moment(as_of, "list"), limit=limit, archived=archived)
 
     def iter_rows(
-        self, namespace: str | None = None, *, archived: bool = False, limit: int | None = None,
-        namespace_prefix: str | None = None,
+        self, namespace: str | None = None, *, archived: bool = False, limit: int | None = None, namespace_prefix: str | None = None
     ) -> Iterator[dict[str, Any]]:
         """Rows of one namespace (None: all), live in (namespace, rank) order or archived by archive
         time. `namespace_prefix="a.b"` takes the namespaces "a.b" and "a.b.*" instead."""
         limit = check_limit(limit, "iter_rows")
         with read_transaction(self.engine) as conn:
-            yield from iter_rows(conn, namespace, archived=archived, limit=limit, namespace_prefix=namespace_prefix)
+            yield from iter_rows(conn, namespace, now_ms(), archived=archived, limit=limit, namespace_prefix=namespace_prefix)
 
     def export(
         self, stream: IO[str], namespace: str | None = None, *, archived: bool = False, with_vectors: bool = False
@@ -202,15 +209,13 @@ class MemoryStore:
         """Write the memories of one namespace (None: all) as JSON Lines to `stream`: live in rank
         order (the expired ones not yet archived too), or archived by archive time; with
         `with_vectors` each with its `embedding`, which `import_file` stores. Returns how many."""
-        from .reads import with_vectors as add_vectors
-
         with read_transaction(self.engine) as conn:
-            rows = iter_rows(conn, namespace, archived=archived, with_expired=True)
+            rows = iter_rows(conn, namespace, now_ms(), archived=archived, with_expired=True)
             return write_jsonl(add_vectors(conn, rows) if with_vectors else rows, stream)
 
     def count(self, namespace: str | None = None, *, archived: bool = False) -> int:
         with read_transaction(self.engine) as conn:
-            return count_rows(conn, namespace, archived=archived)
+            return count_rows(conn, namespace, now_ms(), archived=archived)
 
     def runs(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Runs, newest first, each with `did`: what it changed, the counts that are not zero."""
@@ -226,7 +231,7 @@ class MemoryStore:
 
     def namespaces(self) -> list[str]:
         with read_transaction(self.engine) as conn:
-            return namespace_names(conn)
+            return namespace_names(conn, now_ms())
 
     # -- recall ------------------------------------------------------------------------------
 
@@ -235,15 +240,12 @@ class MemoryStore:
         mode: str | None = None, as_of: int | None = None,
     ) -> list[dict[str, Any]]:
         """The k live memories that best match `query`, best first; each gets recall_count + 1 unless
-        touch=False. Each row carries `score` and `found_by`, the rankings that found it.
-
-        `mode`: "lexical" (full-text), "semantic" (vectors) or "hybrid" (both, fused); by default
-        hybrid when the store has vectors, else lexical. `as_of` (Unix ms): among the memories live
-        at that moment instead (memstore.as_of); nothing is touched.
-        """
-        if as_of is not None:
-            return self.recaller.recall_as_of(query, k, namespace, check_moment(as_of, "recall"), mode=mode)
-        return self.recaller.recall(query, k, namespace, touch=touch, mode=mode)
+        touch=False. Each row carries `score` and `found_by`, the rankings that found it. `mode`:
+        "lexical" (full-text), "semantic" (vectors) or "hybrid" (both, fused); by default hybrid when
+        the store has vectors, else lexical. `as_of` (Unix ms): among the memories live at that
+        moment instead (memstore.recall.as_of); nothing is touched."""
+        at = None if as_of is None else check_moment(as_of, "recall")
+        return self.recaller.recall(query, k, namespace, touch=touch, mode=mode, at=at)
 
     def semantic_search(self, query: str, k: int = RECALL_K, namespace: str = DEFAULT_NAMESPACE) -> list[tuple[str, float]]:
         """The k live memories of `namespace` nearest to `query` by meaning: (id, cosine), best first."""
@@ -256,18 +258,15 @@ class MemoryStore:
 
         ranking = self.recaller.for_checks([check["query"] for check in checks], mode)
         with read_transaction(self.engine) as conn:
-            return run_checks(conn, checks, k, ranking)
+            return run_checks(conn, checks, k, ranking.at(now_ms()))
 
-    def report(
-        self, namespace: str | None = DEFAULT_NAMESPACE, *, now: int | None = None,
-        near_threshold: float | None = None,
-    ) -> dict[str, Any]:
-        """The hygiene inventory of the live set (see memstore.hygiene for every definition) and the
-        open contradiction flags; `near_threshold` defaults to NEAR_DUPLICATE_THRESHOLD."""
+    def report(self, namespace: str | None = DEFAULT_NAMESPACE, *, now: int | None = None, near_threshold: float | None = None) -> dict[str, Any]:
+        """The hygiene inventory of the live set (see memstore.hygiene for every definition), ages counted
+        to `now`, and the open contradiction flags; `near_threshold` defaults to NEAR_DUPLICATE_THRESHOLD."""
         from .inventory import inventory
 
         with read_transaction(self.engine) as conn:
-            return inventory(conn, namespace, now_ms() if now is None else now, near_threshold or NEAR_DUPLICATE_THRESHOLD)
+            return inventory(conn, namespace, now_ms(), near_threshold or NEAR_DUPLICATE_THRESHOLD, ages_at=now)
 
     # -- the jobs -----------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore import MemoryStore, MemstoreError, ValidationError
-from memstore.as_of import bm25
+from memstore.recall.lexical import bm25
 from memstore.cli import cli
 from memstore.records import now_ms
 

@@ -256,8 +256,12 @@ def test_recall_words_agree_with_counting_the_texts(sqlite_store):
     """recall_words against a count made in Python from the texts, for queries mixing common, boundary
     and rare words, repeated words and words in no memory."""
     from memstore.db import read_transaction
-    from memstore.fulltext import recall_words
+    from memstore.fulltext import query_words
     from memstore.words import FUNCTION_WORDS, tokens
+
+    def recall_words(conn, query):
+        """The words recall matches and ranks on."""
+        return query_words(conn, query).words
 
     limit = common_word_store(sqlite_store)
     holding: dict[str, int] = {}
@@ -280,7 +284,9 @@ def test_words_are_weighed_in_the_namespace_searched(store):
     each word by the memories of the namespace searched, counted exactly, in the same pass that
     ranks them as full-text recall ranks them."""
     from memstore.db import read_transaction
-    from memstore.fulltext import recall_rows, recall_rows_and_counts, query_words
+    from memstore.fulltext import recall_rows, query_words
+    from memstore.recall.lexical import recall_rows_and_counts
+    from memstore.records import now_ms
     from memstore.words import tokens
 
     turns = [{"id": f"c{n:03d}", "text": f"{'Caroline' if n % 2 else 'Mel'}: turn {n} about {'pottery' if n == 7 else 'the weekend'}", "namespace": "chat"} for n in range(40)]
@@ -290,16 +296,16 @@ def test_words_are_weighed_in_the_namespace_searched(store):
         words = query_words(conn, "What did Caroline say about pottery?")
         assert words.words == ["caroline", "say", "pottery"] and words.holding == {"caroline": 21, "say": 0, "pottery": 1}
         for namespace, records in (("chat", turns), ("notes", others + [{"text": "Caroline from accounts called"}])):
-            ranked, counts = recall_rows_and_counts(conn, words, 20, namespace)
+            ranked, counts = recall_rows_and_counts(conn, words, 20, namespace, now_ms())
             assert ranked == recall_rows(conn, "What did Caroline say about pottery?", 20, namespace)
             assert counts.memories == len(records)
             assert counts.holding == {w: sum(w in tokens(r["text"]) for r in records) for w in words.words}
             if namespace == "chat":
                 assert counts.holding["caroline"] == 20 and ranked[0]["id"] == "c007"
         # An empty namespace holds none of them.
-        assert recall_rows_and_counts(conn, words, 5, "missing") == ([], type(counts)({"caroline": 0, "say": 0, "pottery": 0}, 0))
+        assert recall_rows_and_counts(conn, words, 5, "missing", now_ms()) == ([], type(counts)({"caroline": 0, "say": 0, "pottery": 0}, 0))
         # Every note holds "garden", no turn does.
-        assert recall_rows_and_counts(conn, query_words(conn, "garden"), 5, "notes")[1].holding == {"garden": 200}
+        assert recall_rows_and_counts(conn, query_words(conn, "garden"), 5, "notes", now_ms())[1].holding == {"garden": 200}
 
 
 def test_namespace_counts_read_words_as_coverage_does_and_hold_past_the_one_pass(store, monkeypatch):
@@ -308,28 +314,31 @@ def test_namespace_counts_read_words_as_coverage_does_and_hold_past_the_one_pass
     size includes them, and ranks only the unexpired. A namespace with more matches than it reads
     is ranked by recall_rows, with the same answer, and its words counted in the index, or in the
     store when it holds most of it."""
-    from memstore import fulltext
     from memstore.db import read_transaction, write_transaction
-    from memstore.fulltext import recall_rows, recall_rows_and_counts, query_words
+    from memstore.fulltext import recall_rows, query_words
+    from memstore.recall import lexical
+    from memstore.recall.lexical import recall_rows_and_counts
+    from memstore.records import now_ms
+    from memstore.schema import memories
     from memstore.words import tokens
 
     texts = ["नमस्ते dost", "namaste dost", "chai and dost", "dost again", "old dost"]
     store.add_many([{"id": f"a{n}", "text": t, "namespace": "a"} for n, t in enumerate(texts)])
     store.add_many([{"id": f"b{n}", "text": f"elsewhere dost {n}", "namespace": "b"} for n in range(10)])
     with write_transaction(store.engine) as conn:  # a4 expired a moment ago, not yet archived
-        conn.execute(fulltext.memories.update().where(fulltext.memories.c.id == "a4").values(expires_at=1))
+        conn.execute(memories.update().where(memories.c.id == "a4").values(expires_at=1))
     query = "नमस्ते dost"
     with read_transaction(store.engine) as conn:
         words = query_words(conn, query)
-        ranked, counts = recall_rows_and_counts(conn, words, 10, "a")
+        ranked, counts = recall_rows_and_counts(conn, words, 10, "a", now_ms())
         assert counts.holding == {w: sum(w in tokens(t) for t in texts) for w in words.words} and counts.memories == 5
         assert [row["id"] for row in ranked] == [row["id"] for row in recall_rows(conn, query, 10, "a")] and "a4" not in [row["id"] for row in ranked]
-        monkeypatch.setattr(fulltext, "NAMESPACE_MATCHES_READ", 2)
+        monkeypatch.setattr(lexical, "NAMESPACE_MATCHES_READ", 2)
         # A minority of the store: counted in the index (a4 included, as the one pass counts it).
-        past = recall_rows_and_counts(conn, words, 10, "a")
+        past = recall_rows_and_counts(conn, words, 10, "a", now_ms())
         assert past[0] == recall_rows(conn, query, 10, "a") and past[1].holding["dost"] == 5 and past[1].memories == 5
         # Most of the store: weighed as the store.
-        most = recall_rows_and_counts(conn, query_words(conn, "dost"), 10, "b")
+        most = recall_rows_and_counts(conn, query_words(conn, "dost"), 10, "b", now_ms())
         assert most[0] == recall_rows(conn, "dost", 10, "b") and most[1] == type(counts)({"dost": 15}, 15)
 
 
@@ -339,6 +348,7 @@ def test_hybrid_recall_of_common_words_only_in_a_small_namespace_of_a_big_store(
     import numpy as np
 
     from memstore.db import read_transaction
+    from memstore.records import now_ms
 
     from .handmade import store_handmade_vectors
 
@@ -346,7 +356,7 @@ def test_hybrid_recall_of_common_words_only_in_a_small_namespace_of_a_big_store(
     rows = sqlite_store.list(None)
     store_handmade_vectors(sqlite_store, {row["id"]: [1.0, 0.0, 0.0, float(n % 7)] for n, row in enumerate(rows)})
     with read_transaction(sqlite_store.engine) as conn:
-        found = sqlite_store.recaller.ranked_rows(conn, "the", 5, "work", "hybrid", np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+        found = sqlite_store.recaller.ranked_rows(conn, "the", 5, "work", "hybrid", np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32), now_ms())
     assert [row["id"] for row in found] == ["o1"] and found[0]["found_by"] == ["semantic"]
 
 

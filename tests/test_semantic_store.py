@@ -124,7 +124,8 @@ def test_a_long_lived_store_answers_hybrid_recall_from_memory_as_a_fresh_one_doe
             # The database's index reports cosines in float32; the same ranking, scores to a hair.
             assert [dict(row, score=None) for row in got] == [dict(row, score=None) for row in expected], (round_, query)
             assert all(math.isclose(a["score"], b["score"], abs_tol=1e-6) for a, b in zip(got, expected))
-    assert list(semantic.recaller.in_memory) and "u1" in semantic.recaller.in_memory[next(iter(semantic.recaller.in_memory))].position
+    held = semantic.recaller.vectors.in_memory
+    assert list(held) and "u1" in held[next(iter(held))].position
 
 
 
@@ -156,6 +157,7 @@ def test_a_long_lived_store_forgets_the_vectors_of_a_model_set_again(store):
     # its vector; the store object must not answer from the vectors of A it held before.
     import numpy as np
 
+    from memstore.records import now_ms
     from memstore.semantic.embed import to_blob
     from memstore.semantic.vectors import EmbeddingModel, set_model, store_vectors
 
@@ -172,7 +174,7 @@ def test_a_long_lived_store_forgets_the_vectors_of_a_model_set_again(store):
 
     def hits() -> list[str]:
         with read_transaction(store.engine) as conn:
-            return [memory_id for memory_id, _ in store.recaller.vector_hits(conn, query, "default", 3)]
+            return [memory_id for memory_id, _ in store.recaller.vectors.hits(conn, query, "default", 3, now_ms())]
 
     set_and_embed(first, vectors)
     assert hits() == hits() == ["m0", "m1", "m2"]  # the second from memory

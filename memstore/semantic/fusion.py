@@ -1,145 +1,17 @@
-"""Hybrid recall: fuse the full-text ranking with the vector ranking, keeping what each finds.
-
-Every candidate, found by the words or by the vectors, is judged on two scores it has whichever
-ranking found it, each comparable from one query to the next:
-
-    score = cosine + LEXICAL_WEIGHT * familiarity * coverage
-
-* `cosine`: its similarity in meaning to the query (unit vectors, so -1 .. 1).
-* `coverage`: the share of the query's information the memory's words hold, 0 .. 1: each word of
-  the query that recall searches on (`memstore.fulltext.query_words`) weighs its inverse document
-  frequency in the namespace searched, log((N - n + 0.5) / (n + 0.5)) as BM25 weighs it, N
-  memories of which n hold the word; coverage is the weight of the words the memory holds over
-  the weight of all of them.
-* `familiarity`: the same share, held by the namespace as a whole (the weight of the query's words
-  that at least one of its memories holds), 0 .. 1, one figure per query.
-
-The one weight adapts by itself to each query. A question that names people, places and events
-("What breed is Maya's dog Biscuit?") has rare words the namespace knows, and the memory holding
-them covers most of the query's weight: it rises above memories that are only about the same
-topic. A question in other words than its memory matches, at best, a word of low weight, or its
-words are ones the namespace never uses (familiarity is low: "lockjaw jab" where the memories say
-"tetanus booster"): the word matches it finds are incidental, they count little, and the cosine
-decides. Plain reciprocal rank fusion (kept as a baseline) and a relative bonus (a score over the
-best score of the query) cannot tell the two apart: both give the best word match of every query
-the same reward, however little it matched.
-
-Deterministic: equal scores are ordered by id. Pure Python.
+"""Moved: hybrid recall's fusion is `memstore.recall.fusion`. What is left here serves the scripts
+until they import from there: the names `scripts/eval_recall.py` imports from this module, and
+plain reciprocal rank fusion, the baseline that script measures `fuse` against (recall never runs
+it). In memstore only `memstore.semantic`'s own exports of `fuse` and `Fused` still come through here.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from ..words import tokens
+from ..recall.fusion import LEXICAL, LEXICAL_WEIGHT, SEMANTIC, Candidate, Fused, fuse
 
-# What full coverage of the query's words is worth, in cosine (chosen on the tuning halves of
-# tests/data: see docs/semantic.md and scripts/eval_recall.py --tune).
-LEXICAL_WEIGHT = 0.65
-# The constant of plain reciprocal rank fusion, as usually published; kept as the baseline.
+# The constant of plain reciprocal rank fusion, as usually published.
 RRF_K = 60
-
-LEXICAL = "lexical"
-SEMANTIC = "semantic"
-
-
-@dataclass(frozen=True)
-class Fused:
-    """One fused result: its `score` (higher is better) and which rankings found it."""
-
-    id: str
-    score: float
-    found_by: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A memory either ranking found, with what the fusion judges it on."""
-
-    id: str
-    cosine: float | None  # None: no vector yet (the memory waits for `embeddings sync`)
-    word_match: float  # familiarity * coverage of the query's words, 0 .. 1
-    found_by: tuple[str, ...]
-
-
-def word_weights(words: Sequence[str], holding: Mapping[str, int], total: int) -> dict[str, float]:
-    """Each query word's weight: its inverse document frequency among `total` memories, `holding[w]`
-    of which hold it (BM25's formula, floored just above zero as SQLite's FTS5 floors it). A count
-    above `total` (a common word counted in the whole store, `total` the namespace's) is read as
-    every memory holding it.
-
-    >>> word_weights(["the"], {"the": 5001}, 40)
-    {'the': 1e-06}
-    """
-    weights = {}
-    for word in words:
-        held = min(holding.get(word, 0), total)
-        weights[word] = max(math.log((total - held + 0.5) / (held + 0.5)), 1e-6)
-    return weights
-
-
-def familiarity(weights: Mapping[str, float], holding: Mapping[str, int]) -> float:
-    """The share of the query's word weight on words at least one memory holds (`holding[w]`: how
-    many do), 0 .. 1: how much of the question is said in the namespace's own words.
-
-    >>> round(familiarity({"lockjaw": 5.9, "jab": 5.9, "tetanus": 4.0}, {"lockjaw": 0, "jab": 0, "tetanus": 2}), 2)
-    0.25
-    """
-    total = sum(weights.values())
-    return sum(weight for word, weight in weights.items() if holding.get(word, 0)) / total if total > 0 else 0.0
-
-
-def judged(
-    rows: Mapping[str, Mapping[str, object]], lexical: Collection[str], semantic: Collection[str],
-    similarity: Mapping[str, float], weights: Mapping[str, float], holding: Mapping[str, int],
-) -> list[Candidate]:
-    """Each of `rows` (by id) as a Candidate: its cosine (`similarity`, None without a vector), its
-    word match (familiarity * coverage of the query's `weights`; `holding`: how many memories hold
-    each word), and which rankings found it (`lexical`, `semantic`: their ids)."""
-    familiar = familiarity(weights, holding)
-    return [
-        Candidate(memory_id, similarity.get(memory_id), familiar * coverage(weights, str(row["text"])),
-                  tuple(name for name, found in ((LEXICAL, memory_id in lexical), (SEMANTIC, memory_id in semantic)) if found))
-        for memory_id, row in rows.items()
-    ]  # fmt: skip
-
-
-def coverage(weights: Mapping[str, float], text: str) -> float:
-    """The share of the query's word weight that `text` holds, 0 .. 1.
-
-    >>> round(coverage({"biscuit": 5.0, "dog": 3.0, "breed": 2.0}, "Maya: Biscuit is a beagle, our first dog."), 2)
-    0.8
-    """
-    total = sum(weights.values())
-    if total <= 0:
-        return 0.0
-    held = set(tokens(text))
-    return sum(weight for word, weight in weights.items() if word in held) / total
-
-
-def fuse(candidates: Iterable[Candidate], k: int, *, lexical_weight: float = LEXICAL_WEIGHT) -> list[Fused]:
-    """The top `k` candidates by cosine + lexical_weight * word_match, ties by id. A candidate with no
-    vector yet is given the lowest cosine of the others (an upper bound of what it might have
-    scored among them, so a fresh memory still competes on its words).
-
-    >>> ranked = fuse([Candidate("dog", 0.41, 0.8, ("lexical", "semantic")),
-    ...                Candidate("walks", 0.55, 0.1, ("semantic",)),
-    ...                Candidate("fonts", 0.20, 0.2, ("lexical",))], 2)
-    >>> [(r.id, round(r.score, 2), r.found_by) for r in ranked]
-    [('dog', 0.93, ('lexical', 'semantic')), ('walks', 0.61, ('semantic',))]
-    """
-    if k <= 0:
-        return []
-    candidates = list(candidates)
-    floor = min((c.cosine for c in candidates if c.cosine is not None), default=0.0)
-    scored = [
-        Fused(c.id, (floor if c.cosine is None else c.cosine) + lexical_weight * c.word_match, c.found_by)
-        for c in candidates
-    ]
-    scored.sort(key=lambda fused: (-fused.score, fused.id))
-    return scored[:k]
 
 
 def _first_scores(ranking: Sequence[tuple[str, float]]) -> dict[str, float]:
@@ -154,7 +26,7 @@ def reciprocal_rank_fusion(
     lexical: Sequence[tuple[str, float]], semantic: Sequence[tuple[str, float]], k: int, *, rrf_k: int = RRF_K
 ) -> list[Fused]:
     """Plain RRF, score = sum of 1 / (rrf_k + rank) over the rankings: the baseline `fuse` is measured
-    against (see the module docstring for why it is not the default)."""
+    against (memstore.recall.fusion's docstring says why it is not the default)."""
     if k <= 0:
         return []
     words = _first_scores(lexical)
@@ -166,3 +38,6 @@ def reciprocal_rank_fusion(
     ordered = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
     found = {memory_id: tuple(name for name, ranking in ((LEXICAL, words), (SEMANTIC, cosines)) if memory_id in ranking) for memory_id in totals}
     return [Fused(memory_id, value, found[memory_id]) for memory_id, value in ordered[:k]]
+
+
+__all__ = ["LEXICAL", "LEXICAL_WEIGHT", "RRF_K", "SEMANTIC", "Candidate", "Fused", "fuse", "reciprocal_rank_fusion"]

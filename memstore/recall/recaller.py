@@ -1,0 +1,137 @@
+"""`Recall`: the k live memories that best match a query, by full text, by meaning, or both fused,
+now or as of a past moment.
+
+`Recall` belongs to one `MemoryStore` object and keeps what is worth keeping between calls: the
+in-process vector index (`HeldVectors`). The query's embedding is made before any transaction (it
+takes milliseconds; a transaction should not wait on a model), then every ranking reads one
+snapshot at one moment: the store's `snapshot(write)` opens the transaction and reads the clock
+once inside it (for a touching recall, a write, once the store is held).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import Connection
+
+from ..defaults import RECALL_MODES
+from ..errors import MemstoreError, ValidationError
+from ..records import now_ms
+from ..semantic.vectors import has_vectors
+from .as_of import AsOfSource
+from .fusion import Candidate
+from .live import HeldVectors, LiveSource
+from .pipeline import Source, hybrid_candidates, ranked
+from .touch import answered
+
+# `snapshot(write)`: a transaction (a write one if `write`) and the moment it reads at.
+Snapshot = Callable[[bool], AbstractContextManager[tuple[Connection, int]]]
+
+
+def validate_mode(mode: str | None) -> None:
+    if mode is not None and mode not in RECALL_MODES:
+        raise ValidationError("recall", "mode", f"must be one of {', '.join(RECALL_MODES)}, not {mode!r}")
+
+
+class Recall:
+    """Recall over one store: `snapshot` opens its transactions, `query_vector(text)` embeds a query
+    with the store's model."""
+
+    def __init__(self, snapshot: Snapshot, query_vector: Callable[[str], Any]) -> None:
+        self.snapshot = snapshot
+        self.query_vector = query_vector
+        self.vectors = HeldVectors()
+
+    def recall(
+        self, query: str, k: int, namespace: str, *, touch: bool, mode: str | None, at: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The k best memories of `namespace`, best first, each with `score`, `found_by` and
+        `open_flag`: the live ones, touched (recall_count + 1) if `touch`; or, with `at`, those live
+        at that moment, untouched. See MemoryStore.recall for the modes."""
+        validate_mode(mode)
+        touch = touch and at is None
+        if mode is None or mode == "lexical":
+            # The common case, a store without vectors, is answered in one transaction.
+            with self.snapshot(touch) as (conn, now):
+                if mode == "lexical" or not has_vectors(conn):
+                    return answered(conn, ranked(self._source(conn, namespace, now, at), query, k, "lexical", None), now if touch else None)
+        chosen, vectors = self._embedded([query], mode)
+        with self.snapshot(touch) as (conn, now):
+            rows = ranked(self._source(conn, namespace, now, at), query, k, chosen, vectors.get(query))
+            return answered(conn, rows, now if touch else None)
+
+    def _source(self, conn: Connection, namespace: str, now: int, at: int | None) -> Source:
+        return LiveSource(conn, namespace, now, self.vectors) if at is None else AsOfSource(conn, namespace, at)
+
+    def ranked_rows(
+        self, conn: Connection, query: str, k: int, namespace: str, mode: str, query_vector: Any, now: int
+    ) -> list[dict[str, Any]]:
+        """Recall's answer in the caller's transaction, among the live memories not expired at `now`,
+        in `mode` (the query embedded already, unless lexical); nothing is touched."""
+        return ranked(LiveSource(conn, namespace, now, self.vectors), query, k, mode, query_vector)
+
+    def _embedded(self, queries: list[str], mode: str | None) -> tuple[str, dict[str, Any]]:
+        """The mode recall answers in, and the queries embedded for it (before any transaction: the
+        model takes milliseconds, a transaction should not wait on it)."""
+        chosen = mode or "hybrid"
+        if chosen == "lexical":
+            return chosen, {}
+        try:
+            return chosen, {query: self.query_vector(query) for query in dict.fromkeys(queries)}
+        except MemstoreError:
+            if mode is not None:
+                raise
+            # By default, recall that cannot load the model (the semantic extra missing here, the
+            # model's directory moved) is still full-text recall.
+            return "lexical", {}
+
+    def for_checks(self, queries: list[str], mode: str | None = None) -> CheckRanking:
+        """How recall checks rank, ready before their transaction: the mode `recall` uses by default
+        (hybrid when the store has vectors, else lexical) unless `mode` says otherwise."""
+        validate_mode(mode)
+        if mode is None:
+            with self.snapshot(False) as (conn, _):
+                mode = None if has_vectors(conn) else "lexical"
+        chosen, vectors = self._embedded(queries, mode)
+        # The checks rank inside the job's transaction, which may embed and then roll back (a dry
+        # run): what they hold in memory belongs to a Recall of their own, gone with the job.
+        return CheckRanking(Recall(self.snapshot, self.query_vector), chosen, vectors)
+
+    def semantic_search(self, query: str, k: int, namespace: str) -> list[tuple[str, float]]:
+        """The k live memories of `namespace` nearest to `query` by meaning: (id, cosine), best first."""
+        query_vector = self.query_vector(query)
+        with self.snapshot(False) as (conn, now):
+            return self.vectors.hits(conn, query_vector, namespace, k, now)
+
+    def hybrid_candidates(
+        self, conn: Connection, query: str, namespace: str, query_vector: Any, depth: int, now: int | None = None
+    ) -> tuple[dict[str, dict[str, Any]], list[Candidate]]:
+        """What hybrid recall fuses at `now` (`memstore.recall.pipeline.hybrid_candidates`), for
+        scripts/eval_recall.py's weight sweep, which calls it outside the store (so `now` defaults to
+        the clock)."""
+        source = LiveSource(conn, namespace, now_ms() if now is None else now, self.vectors)
+        return hybrid_candidates(source, query, query_vector, depth, source.nearest(query_vector, depth))
+
+
+@dataclass(frozen=True)
+class CheckRanking:
+    """Recall as a recall check sees it: one mode, the checks' queries embedded up front, and the
+    moment the checks read at (`at(now)`)."""
+
+    recall: Recall
+    mode: str
+    vectors: dict[str, Any]
+    now: int | None = None
+
+    def at(self, now: int) -> CheckRanking:
+        """This ranking, reading the live set at `now`."""
+        return replace(self, now=now)
+
+    def top_ids(self, conn: Connection, query: str, k: int, namespace: str) -> list[str]:
+        """The ids recall returns for `query`, best first, in the state `conn` sees. (Without a
+        moment given, at the clock's: a job's checks, which run inside the job's transaction.)"""
+        now = now_ms() if self.now is None else self.now
+        return [row["id"] for row in self.recall.ranked_rows(conn, query, k, namespace, self.mode, self.vectors.get(query), now)]
