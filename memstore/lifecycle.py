@@ -18,7 +18,7 @@ from sqlalchemy import Connection, insert, or_, select, union, update
 from .db import rows_in
 from .flag_lifecycle import close_flags, move_flags, unmove_flags
 from .errors import IdConflictError, MemstoreError, ValidationError, memory_not_found
-from .records import memory_state, new_id, now_ms, prepare_row, same_json
+from .records import memory_state, new_id, prepare_row, same_json
 from .runs import ARCHIVE_FIELDS, ArchivedEntry, archive_ids, archived_entries, insert_run, lock_jobs, superseded_chain
 from .schema import MEMORY_COLUMNS, is_unexpired, memories, unexpired
 from .schema import consolidation_runs as runs
@@ -243,18 +243,18 @@ def retire_update(conn: Connection, run_id: int, params: Mapping[str, Any], writ
     archive_ids(conn, [written], "superseded", restored, run_id, now)
 
 
-def _version(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A row as a history entry: the memory's columns, its state, and the archive's fields (None when live)."""
+def _version(row: Mapping[str, Any], now: int) -> dict[str, Any]:
+    """A row as a history entry: the memory's columns, its state at `now`, and the archive's fields (None when live)."""
     entry = {name: row[name] for name in MEMORY_COLUMNS}
-    entry["state"] = memory_state(row, now_ms())
+    entry["state"] = memory_state(row, now)
     entry.update({name: row.get(name) for name in ARCHIVE_FIELDS})
     return entry
 
 
-def history_rows(conn: Connection, memory_id: str, namespace: str | None) -> list[dict[str, Any]]:
+def history_rows(conn: Connection, memory_id: str, namespace: str | None, now: int) -> list[dict[str, Any]]:
     """Every version linked to `memory_id` by superseded_by, oldest first (a version always before
-    the one that replaced it; then by timestamp, then id), live or archived."""
-    forward = [_version(row) for row in superseded_chain(conn, memory_id)]
+    the one that replaced it; then by timestamp, then id), live or archived, each's state at `now`."""
+    forward = [_version(row, now) for row in superseded_chain(conn, memory_id)]
     if not forward or (namespace is not None and forward[0]["namespace"] != namespace):
         raise memory_not_found(memory_id, namespace)
     versions = {row["id"]: row for row in forward}
@@ -262,7 +262,7 @@ def history_rows(conn: Connection, memory_id: str, namespace: str | None) -> lis
     depth = {head["id"]: 0}
     frontier = [head["id"]]
     while frontier:
-        replaced = [_version(row._mapping) for row in rows_in(conn, select(archive), archive.c.superseded_by, frontier)]
+        replaced = [_version(row._mapping, now) for row in rows_in(conn, select(archive), archive.c.superseded_by, frontier)]
         replaced = [row for row in replaced if row["id"] not in depth]
         for row in replaced:
             depth[row["id"]] = depth[row["superseded_by"]] + 1

@@ -181,7 +181,7 @@ class MemoryStore:
         from .lifecycle import history_rows
 
         with read_transaction(self.engine) as conn:
-            return history_rows(conn, id, namespace)
+            return history_rows(conn, id, namespace, now_ms())
 
     def list(
         self, namespace: str | None = DEFAULT_NAMESPACE, *, archived: bool = False, limit: int | None = None, as_of: int | None = None
