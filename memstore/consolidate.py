@@ -27,7 +27,7 @@ from .runs import (
     start_run,
 )
 from .schema import RANK_ORDER, RANK_ORDER_FROM_BOTTOM, STAGE1_ORDER, memories
-from .validate import check_days, check_fraction
+from .validate import require_days, require_fraction
 
 
 # -- the stages ---------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ def prune_in_transaction(
 ) -> ConsolidationReport:
     """The hygiene prune: exact duplicates by the Stage 1 rule, then stale memories; pinned kept.
     With `stages=("stale",)` only the stale ones, as a run of kind "stale"."""
-    stale_threshold, min_age_days = check_fraction(stale_threshold, "stale_threshold"), check_days(min_age_days, "min_age_days")
+    stale_threshold, min_age_days = require_fraction(stale_threshold, "stale_threshold"), require_days(min_age_days, "min_age_days")
     params = {"stale_threshold": stale_threshold, "min_age_days": min_age_days, "as_of": as_of}
     lock_jobs(conn, namespace)
     dedup = "dedup" in stages

@@ -54,7 +54,7 @@ class Embeddings:
 
     def shape(self) -> tuple[str, int] | None:
         """The store's model as (name, width), None when it has none: what a vector a record
-        carries into the store must be (records.check_embedding_fits)."""
+        carries into the store must be (records.require_embedding_fits)."""
         with read_transaction(self.engine) as conn:
             model = model_of(conn)
         return None if model is None else (model.name, model.dim)

@@ -28,8 +28,8 @@ from typing import IO, Any, NamedTuple
 
 from .defaults import DEFAULT_NAMESPACE
 from .errors import ValidationError
-from .records import PreparedRow, check_embedding_fits, now_ms, prepare_row
-from .validate import INT64_MAX, INT64_MIN, check_int, check_string, is_int
+from .records import PreparedRow, now_ms, prepare_row, require_embedding_fits
+from .validate import INT64_MAX, INT64_MIN, is_int, require_int, require_string
 
 DATE_FIELDS = ("created_at", "updated_at", "last_recalled_at", "timestamp", "expires_at")
 # Columns that are derived or bookkeeping (the key, the write order, when a row entered this store):
@@ -52,7 +52,7 @@ def parse_moment(text: str, location: str) -> int:
     """A moment typed by a person: Unix ms (digits) or ISO-8601 ('2026-12-01', '2026-12-01T09:30:00+01:00')."""
     stripped = text.strip()
     if re.fullmatch(r"-?[0-9]+", stripped):  # ASCII digits only: int() would take "١٢" and "1_000"
-        return check_int(int(stripped), location, None, INT64_MIN, INT64_MAX)
+        return require_int(int(stripped), location, None, INT64_MIN, INT64_MAX)
     try:
         return iso_to_ms(stripped)
     except ValueError:
@@ -227,7 +227,7 @@ def read_memories(
                 # (skip_invalid) or stops the import before anything is written.
                 if not models:
                     models.append(store_model())
-                check_embedding_fits(prepared.embedding, models[0], location)
+                require_embedding_fits(prepared.embedding, models[0], location)
             result.prepared.append(prepared)
         except ValidationError as error:
             if not skip_invalid:
@@ -262,8 +262,8 @@ def read_checks(source: IO[bytes] | IO[str], name: str) -> list[dict[str, str]]:
         for field in ("query", "expect_id"):
             if field not in value:
                 raise ValidationError(location, field, "is missing")
-            check_string(value[field], location, field, allow_empty=False)
-        check_string(value.setdefault("namespace", DEFAULT_NAMESPACE), location, "namespace", allow_empty=False)
+            require_string(value[field], location, field, allow_empty=False)
+        require_string(value.setdefault("namespace", DEFAULT_NAMESPACE), location, "namespace", allow_empty=False)
         checks.append(value)
     return checks
 

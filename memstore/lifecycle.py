@@ -25,7 +25,7 @@ from .schema import consolidation_runs as runs
 from .schema import contradiction_flags as flags
 from .schema import memory_archive as archive
 from .schema import memory_merges as merges
-from .validate import check_string
+from .validate import require_string
 
 # The fields an update may change; everything else is carried from the version it replaces.
 UPDATABLE = ("text", "importance", "pinned", "meta", "fact_key", "timestamp", "expires_at")
@@ -94,7 +94,7 @@ def forget_in_transaction(
     if not unique:
         raise ValidationError("forget", "ids", "name at least one memory")
     if reason is not None:
-        check_string(reason, "forget", "reason")  # no NUL or lone surrogate: runs --json prints it
+        require_string(reason, "forget", "reason")  # no NUL or lone surrogate: runs --json prints it
     lock_jobs(conn, namespace)
     rows = live_rows(conn, unique, namespace, "forget")
     scope = namespace if namespace is not None else _one_namespace(rows.values())

@@ -34,7 +34,7 @@ from .records import now_ms
 from .runs import drop_empty_run
 from .semantic.phases import contradict_in_transaction, semantic_in_transaction
 from .semantic.vectors import model_of
-from .validate import check_capacity, check_days, check_fraction
+from .validate import require_capacity, require_days, require_fraction
 
 PHASES = ("check", "expire", "dedup", "semantic", "contradict", "stale", "evict", "verify")
 # What each phase needs to have succeeded first (if it was asked for).
@@ -115,11 +115,11 @@ class Options:
     def __post_init__(self) -> None:
         # Checked before any phase runs: each phase commits on its own.
         if self.capacity is not None:
-            check_capacity(self.capacity)
+            require_capacity(self.capacity)
         for name in ("duplicate_at", "related_at", "stale_threshold"):
             if getattr(self, name) is not None:
-                check_fraction(getattr(self, name), name)
-        check_days(self.min_age_days, "min_age_days")
+                require_fraction(getattr(self, name), name)
+        require_days(self.min_age_days, "min_age_days")
 
 
 def _job_result(conn: Connection, result: PhaseResult, report) -> None:

@@ -65,7 +65,7 @@ def current_revision(conn: Connection) -> str | None:
     return stored[0] if stored else None
 
 
-def _check_known(revision: str | None) -> None:
+def _require_known(revision: str | None) -> None:
     if revision is None:
         return
     try:
@@ -85,11 +85,11 @@ def upgrade(engine: Engine) -> str:
         return SCHEMA_HEAD
     from alembic import command
 
-    _check_known(revision)
+    _require_known(revision)
     with write_transaction(engine) as conn:
         # Re-read under the write lock: another process may have migrated meanwhile.
         revision = current_revision(conn)
-        _check_known(revision)
+        _require_known(revision)
         if revision != SCHEMA_HEAD:
             command.upgrade(alembic_config(conn), "head")
     return SCHEMA_HEAD

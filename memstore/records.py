@@ -22,11 +22,11 @@ from .validate import (
     IMPORTANCE_MIN,
     INT64_MAX,
     INT64_MIN,
-    check_bool,
-    check_int,
-    check_rule_fields,
-    check_string,
-    check_ttl,
+    require_bool,
+    require_int,
+    require_rule_fields,
+    require_string,
+    require_ttl,
 )
 
 # Fields a caller may give; `norm_key` is deliberately not among them. `embedding` is the
@@ -109,7 +109,7 @@ def prepare_row(record: Mapping[str, Any], location: str, now: int | None = None
 
     def ms(field: str) -> int | None:
         value = record.get(field)
-        return None if value is None else check_int(value, location, field, INT64_MIN, INT64_MAX)
+        return None if value is None else require_int(value, location, field, INT64_MIN, INT64_MAX)
 
     created_at = ms("created_at")
     updated_at = ms("updated_at")
@@ -143,16 +143,16 @@ def prepare_row(record: Mapping[str, Any], location: str, now: int | None = None
     if "text" not in given:
         raise ValidationError(location, "text", "is missing")
     # The rule fields are checked exactly as the reference checks them.
-    check_rule_fields(row, location)
-    check_string(row["namespace"], location, "namespace", allow_empty=False)
-    check_bool(row["pinned"], location, "pinned")
-    check_int(row["recall_count"], location, "recall_count", 0, INT64_MAX)
+    require_rule_fields(row, location)
+    require_string(row["namespace"], location, "namespace", allow_empty=False)
+    require_bool(row["pinned"], location, "pinned")
+    require_int(row["recall_count"], location, "recall_count", 0, INT64_MAX)
     if row["fact_key"] is not None:
-        check_string(row["fact_key"], location, "fact_key")
+        require_string(row["fact_key"], location, "fact_key")
     if row["meta"] is not None:
-        check_meta(row["meta"], location)
+        require_meta(row["meta"], location)
     row["norm_key"] = normalize_key(row["text"])
-    embedding = None if record.get("embedding") is None else check_embedding(record["embedding"], location)
+    embedding = None if record.get("embedding") is None else require_embedding(record["embedding"], location)
     return PreparedRow(row, given - {"embedding"}, location, embedding, frozenset(clock_fields))
 
 
@@ -162,11 +162,11 @@ def prepare_row(record: Mapping[str, Any], location: str, now: int | None = None
 UNIT_SLACK = 1e-6
 
 
-def check_embedding(value: Any, location: str) -> Embedding:
+def require_embedding(value: Any, location: str) -> Embedding:
     """{"model": NAME, "vector": [numbers]}, the vector finite and not all zero, scaled to unit length."""
     if not isinstance(value, Mapping) or set(value) != {"model", "vector"}:
         raise ValidationError(location, "embedding", 'must be {"model": NAME, "vector": [numbers]}')
-    model = check_string(value["model"], location, "embedding", allow_empty=False)
+    model = require_string(value["model"], location, "embedding", allow_empty=False)
     vector = value["vector"]
     if not isinstance(vector, list) or not vector or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector):
         raise ValidationError(location, "embedding", "vector must be a list of numbers")
@@ -185,7 +185,7 @@ def check_embedding(value: Any, location: str) -> Embedding:
     return Embedding(model, tuple(x / norm for x in values))
 
 
-def check_embedding_fits(embedding: Embedding, model: tuple[str, int] | None, location: str) -> None:
+def require_embedding_fits(embedding: Embedding, model: tuple[str, int] | None, location: str) -> None:
     """A vector a record carries is stored as a vector of the store's model (`model`: its name and
     width; None when the store has none), so it must be of that model and that width.
 
@@ -201,7 +201,7 @@ def check_embedding_fits(embedding: Embedding, model: tuple[str, int] | None, lo
         raise ValidationError(location, "embedding", f"has {len(embedding.vector)} numbers, the store's model {dim}")
 
 
-def check_meta(meta: Any, location: str) -> None:
+def require_meta(meta: Any, location: str) -> None:
     """A JSON object that strict JSON and UTF-8 can carry (no NaN, no lone surrogate), so export works."""
     if not isinstance(meta, Mapping):
         raise ValidationError(location, "meta", "must be a JSON object")
@@ -218,7 +218,7 @@ def lifetime_end(ttl: float | None, expires_at: int | None, now: int, location: 
         return expires_at
     if expires_at is not None:
         raise ValidationError(location, "ttl", "give a lifetime (ttl) or an end (expires_at), not both")
-    return now + math.ceil(check_ttl(ttl, location) * 1000)
+    return now + math.ceil(require_ttl(ttl, location) * 1000)
 
 
 def lifetime_change(ttl: float | None, expires_at: int | None, no_expiry: bool, now: int, location: str) -> dict[str, int | None]:
@@ -268,6 +268,6 @@ def is_retry_of(prepared: PreparedRow, stored: Mapping[str, Any]) -> bool:
 
 __all__ = [
     "IMPORTANCE_MAX", "IMPORTANCE_MIN",
-    "PreparedRow", "check_embedding_fits", "is_retry_of", "lifetime_change", "lifetime_end", "memory_state", "new_id", "now_ms", "one_memory", "prepare_row",
+    "PreparedRow", "is_retry_of", "lifetime_change", "lifetime_end", "memory_state", "new_id", "now_ms", "one_memory", "prepare_row", "require_embedding_fits",
     "same_json",
 ]  # fmt: skip

@@ -11,7 +11,7 @@ from typing import Any
 
 from .errors import ValidationError
 from .normalize import normalize_key
-from .validate import check_capacity, check_rule_fields
+from .validate import require_capacity, require_rule_fields
 
 Memory = Mapping[str, Any]
 
@@ -46,11 +46,11 @@ def plan_consolidation(memories: Sequence[Memory], capacity: int, now: int | Non
 
     With `now`, the memories whose lifetime has ended by then leave first, pinned or not, and the
     rules apply to the rest: an expired copy never wins its key group, nor takes capacity."""
-    check_capacity(capacity)
+    require_capacity(capacity)
     seen_ids: dict[str, int] = {}
     for index, memory in enumerate(memories):
         location = f"record {index}"
-        check_rule_fields(memory, location)
+        require_rule_fields(memory, location)
         if memory["id"] in seen_ids:
             raise ValidationError(location, "id", f"duplicates the id of record {seen_ids[memory['id']]}")
         seen_ids[memory["id"]] = index

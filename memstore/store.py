@@ -21,7 +21,7 @@ from .migrate import upgrade
 from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, rows_at, run_rows, run_whole, with_vectors as add_vectors
 from .records import PreparedRow, lifetime_change, now_ms, one_memory, prepare_row
 from .schema import MEMORY_COLUMNS
-from .validate import check_capacity, check_limit, check_moment
+from .validate import require_capacity, require_limit, require_moment
 from .writes import AddResult, add_in_transaction, same_key_ids
 
 if TYPE_CHECKING:
@@ -188,18 +188,18 @@ class MemoryStore:
     ) -> list[dict[str, Any]]:
         """Memories of one namespace (None: all), live in rank order, or archived by archive time;
         `as_of` (Unix ms): the memories that were live at that moment instead (memstore.reads.rows_at)."""
-        limit = check_limit(limit, "list")
+        limit = require_limit(limit, "list")
         if as_of is None:
             return list(self.iter_rows(namespace, archived=archived, limit=limit))
         with read_transaction(self.engine) as conn:
-            return rows_at(conn, namespace, check_moment(as_of, "list"), limit=limit, archived=archived)
+            return rows_at(conn, namespace, require_moment(as_of, "list"), limit=limit, archived=archived)
 
     def iter_rows(
         self, namespace: str | None = None, *, archived: bool = False, limit: int | None = None, namespace_prefix: str | None = None
     ) -> Iterator[dict[str, Any]]:
         """Rows of one namespace (None: all), live in (namespace, rank) order or archived by archive
         time. `namespace_prefix="a.b"` takes the namespaces "a.b" and "a.b.*" instead."""
-        limit = check_limit(limit, "iter_rows")
+        limit = require_limit(limit, "iter_rows")
         with read_transaction(self.engine) as conn:
             yield from iter_rows(conn, namespace, now_ms(), archived=archived, limit=limit, namespace_prefix=namespace_prefix)
 
@@ -219,7 +219,7 @@ class MemoryStore:
 
     def runs(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Runs, newest first, each with `did`: what it changed, the counts that are not zero."""
-        limit = check_limit(limit, "runs")
+        limit = require_limit(limit, "runs")
         with read_transaction(self.engine) as conn:
             return run_rows(conn, limit)
 
@@ -244,7 +244,7 @@ class MemoryStore:
         "lexical" (full-text), "semantic" (vectors) or "hybrid" (both, fused); by default hybrid when
         the store has vectors, else lexical. `as_of` (Unix ms): among the memories live at that
         moment instead (memstore.recall.as_of); nothing is touched."""
-        at = None if as_of is None else check_moment(as_of, "recall")
+        at = None if as_of is None else require_moment(as_of, "recall")
         return self.recaller.recall(query, k, namespace, touch=touch, mode=mode, at=at)
 
     def semantic_search(self, query: str, k: int = RECALL_K, namespace: str = DEFAULT_NAMESPACE) -> list[tuple[str, float]]:
@@ -281,7 +281,7 @@ class MemoryStore:
         with `checks`, the run commits only if every recall check passes against its result."""
         from .consolidate import consolidate_in_transaction
 
-        check_capacity(capacity)
+        require_capacity(capacity)
         return self._run_job(
             lambda conn: consolidate_in_transaction(
                 conn, capacity, namespace, now_ms(), dry_run=dry_run, full=full, list_kept=list_kept

@@ -1,6 +1,7 @@
 """Field rules shared by the reference and the store, so both accept exactly the same records.
 
-Pure Python: nothing here touches the database.
+Each `require_X(value, ...)` returns `value` when it is a valid X and raises `ValidationError`
+(saying where and why) otherwise. Pure Python: nothing here touches the database.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_string(
+def require_string(
     value: Any, location: str, field: str, *, allow_empty: bool = True, max_chars: int = MAX_TEXT_CHARS
 ) -> str:
     """A str that SQLite and PostgreSQL can both store: no NUL, no lone surrogate, not huge."""
@@ -47,14 +48,14 @@ def check_string(
     return value
 
 
-def check_int(value: Any, location: str, field: str, low: int, high: int) -> int:
+def require_int(value: Any, location: str, field: str, low: int, high: int) -> int:
     if not is_int(value) or not low <= value <= high:
         bounds = "a signed 64-bit range" if (low, high) == (INT64_MIN, INT64_MAX) else f"{low}..{high}"
         raise ValidationError(location, field, f"must be an integer in {bounds}, got {_describe(value)}")
     return value
 
 
-def check_bool(value: Any, location: str, field: str) -> bool:
+def require_bool(value: Any, location: str, field: str) -> bool:
     if not isinstance(value, bool):
         raise ValidationError(location, field, f"must be true or false, got {_describe(value)}")
     return value
@@ -64,7 +65,7 @@ def check_bool(value: Any, location: str, field: str) -> bool:
 TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def check_ttl(value: Any, location: str, field: str = "ttl") -> float:
+def require_ttl(value: Any, location: str, field: str = "ttl") -> float:
     """A lifetime in seconds: a positive, finite number (not a bool)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < 2**53) or value != value:
         raise ValidationError(location, field, f"must be a positive number of seconds, got {_describe(value)}")
@@ -80,12 +81,12 @@ def parse_ttl(text: str, location: str = "--ttl") -> float:
     match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd])\s*", text) if isinstance(text, str) else None
     if match is None:
         raise ValidationError(location, None, f"is not a lifetime: {_describe(text)} (a positive number and a unit, s, m, h or d: 30d, 12h, 90s)")
-    return check_ttl(float(match[1]) * TTL_UNITS[match[2]], location, None)
+    return require_ttl(float(match[1]) * TTL_UNITS[match[2]], location, None)
 
 
-def check_moment(value: Any, location: str, field: str = "as_of") -> int:
+def require_moment(value: Any, location: str, field: str = "as_of") -> int:
     """A moment: Unix ms."""
-    return check_int(value, location, field, INT64_MIN, INT64_MAX)
+    return require_int(value, location, field, INT64_MIN, INT64_MAX)
 
 
 # A run records its capacity in a 32-bit column on PostgreSQL (consolidation_runs.capacity): a
@@ -94,13 +95,13 @@ def check_moment(value: Any, location: str, field: str = "as_of") -> int:
 CAPACITY_MAX = 2**31 - 1
 
 
-def check_limit(limit: Any, location: str) -> int | None:
+def require_limit(limit: Any, location: str) -> int | None:
     """At most how many rows a read returns (None: all). A negative one meant "all" on SQLite and
     failed on PostgreSQL, so it is refused on both."""
-    return None if limit is None else check_int(limit, location, "limit", 0, INT64_MAX)
+    return None if limit is None else require_int(limit, location, "limit", 0, INT64_MAX)
 
 
-def check_capacity(capacity: Any) -> int:
+def require_capacity(capacity: Any) -> int:
     if not is_int(capacity) or capacity < 0:
         raise ValidationError("capacity", None, f"must be a non-negative integer, got {_describe(capacity)}")
     if capacity > CAPACITY_MAX:
@@ -108,27 +109,27 @@ def check_capacity(capacity: Any) -> int:
     return capacity
 
 
-def check_fraction(value: Any, location: str) -> float:
+def require_fraction(value: Any, location: str) -> float:
     """A number from 0 to 1 (a threshold), not a bool, not NaN."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ValidationError(location, None, f"must be a number from 0 to 1, got {_describe(value)}")
     return value
 
 
-def check_days(value: Any, location: str) -> int:
-    return check_int(value, location, None, 0, INT64_MAX // 86_400_000)
+def require_days(value: Any, location: str) -> int:
+    return require_int(value, location, None, 0, INT64_MAX // 86_400_000)
 
 
-def check_rule_fields(record: Any, location: str) -> None:
+def require_rule_fields(record: Any, location: str) -> None:
     """The fields the consolidation rules read: id, text, timestamp, importance (and pinned)."""
     if not isinstance(record, Mapping):
         raise ValidationError(location, None, f"must be an object, got {_describe(record)}")
     for field in ("id", "text", "timestamp", "importance"):
         if field not in record:
             raise ValidationError(location, field, "is missing")
-    check_string(record["id"], location, "id", allow_empty=False)
-    check_string(record["text"], location, "text")
-    check_int(record["timestamp"], location, "timestamp", INT64_MIN, INT64_MAX)
-    check_int(record["importance"], location, "importance", IMPORTANCE_MIN, IMPORTANCE_MAX)
+    require_string(record["id"], location, "id", allow_empty=False)
+    require_string(record["text"], location, "text")
+    require_int(record["timestamp"], location, "timestamp", INT64_MIN, INT64_MAX)
+    require_int(record["importance"], location, "importance", IMPORTANCE_MIN, IMPORTANCE_MAX)
     if "pinned" in record:
-        check_bool(record["pinned"], location, "pinned")
+        require_bool(record["pinned"], location, "pinned")

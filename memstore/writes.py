@@ -17,7 +17,7 @@ from sqlalchemy import Connection, bindparam, func, insert, select
 from .db import chunked
 from .errors import IdConflictError, ValidationError
 from .lookups import stored_rows
-from .records import PreparedRow, check_embedding_fits, is_retry_of
+from .records import PreparedRow, is_retry_of, require_embedding_fits
 from .schema import memories, unexpired
 from .schema import memory_archive as archive
 
@@ -127,5 +127,5 @@ def _store_embeddings(conn: Connection, items: Sequence[PreparedRow], now: int) 
 
     model = model_of(conn)
     for item in items:
-        check_embedding_fits(item.embedding, None if model is None else (model.name, model.dim), item.location)
+        require_embedding_fits(item.embedding, None if model is None else (model.name, model.dim), item.location)
     store_vectors(conn, model, [item.row["id"] for item in items], [to_blob(item.embedding.vector) for item in items], now)

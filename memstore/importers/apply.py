@@ -21,7 +21,7 @@ from ..db import write_transaction
 from ..errors import MemstoreError, ValidationError
 from ..io import read_memories
 from ..lifecycle import forget_in_transaction
-from ..records import PreparedRow, check_embedding_fits, now_ms, prepare_row
+from ..records import PreparedRow, now_ms, prepare_row, require_embedding_fits
 from ..writes import add_in_transaction
 from . import FORMATS, reader
 from .common import Read
@@ -97,7 +97,7 @@ def plan(
             if row.embedding is not None and store_model is not None:
                 if not models:
                     models.append(store_model())
-                check_embedding_fits(row.embedding, models[0], read.location)
+                require_embedding_fits(row.embedding, models[0], read.location)
         except ValidationError as error:
             if not skip_invalid:
                 raise

@@ -61,7 +61,7 @@ except ImportError as exc:
 from ..errors import ValidationError
 from ..item_values import canonical_json, memory_text, value_of
 from ..store import MemoryStore
-from ..validate import check_string
+from ..validate import require_string
 from .filters import matches_filter
 
 # Recall is asked for at least this many memories per namespace, so a filtered search rarely needs a
@@ -148,7 +148,7 @@ def _check_put(namespace: tuple[str, ...], key: Any, value: Any) -> dict[str, An
     if not namespace:
         raise InvalidNamespaceError("Namespace cannot be empty.")
     where = f"put {namespace} key {key!r}"
-    check_string(key, where, "key")
+    require_string(key, where, "key")
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -159,7 +159,7 @@ def _check_put(namespace: tuple[str, ...], key: Any, value: Any) -> dict[str, An
         json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise ValidationError(where, "value", f"is not strict JSON: {exc}") from None
-    check_string(memory_text(value), where, "text")
+    require_string(memory_text(value), where, "text")
     return value
 
 
@@ -282,7 +282,7 @@ class MemstoreStore(BaseStore):
                     _check_labels(condition.path)
             elif isinstance(op, PutOp):
                 _check_labels(op.namespace)
-                # A lifetime in minutes, as many as the store takes in seconds (validate.check_ttl).
+                # A lifetime in minutes, as many as the store takes in seconds (validate.require_ttl).
                 if op.ttl is not None and (isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float)) or not 0 < op.ttl * 60 < 2**53):
                     raise ValueError(f"put {tuple(op.namespace)} key {op.key!r}: ttl must be a positive number of minutes or None, got {op.ttl!r}")
                 namespace = tuple(op.namespace)

@@ -28,7 +28,7 @@ def _sides(conn: Connection, ids: set[str]) -> dict[str, tuple[str, str]]:
     return found
 
 
-def check_status(status: str) -> str:
+def require_status(status: str) -> str:
     if status not in FLAG_FILTERS:
         raise ValidationError("flags", "status", f"must be one of {', '.join(FLAG_FILTERS)}, not {status!r}")
     return status
@@ -38,7 +38,7 @@ def list_flags(conn: Connection, namespace: str | None, status: str = "open") ->
     """Flags of one namespace (None: all) with `status` ("all": every one), newest first, each with
     both sides' texts and states (`older_text`, `older_state`, ...)."""
     query = select(flags).order_by(flags.c.id.desc())
-    if check_status(status) != "all":
+    if require_status(status) != "all":
         query = query.where(flags.c.status == status)
     if namespace is not None:
         query = query.where(flags.c.namespace == namespace)
