@@ -1,8 +1,9 @@
-"""The jobs in SQL: consolidation (Stage 1 window query, Stage 2 ORDER BY ... LIMIT), prune and expire.
+"""The consolidation job in SQL: Stage 1 (a window query) and Stage 2 (ORDER BY ... LIMIT).
 
-Every job archives the memories whose lifetime has ended first, in its own run, so an expired
-copy never wins its key group and expired memories take no capacity; the rules then apply to the
-rest exactly as the reference (`memstore.reference`) says.
+Like every job it archives the memories whose lifetime has ended first, in its own run
+(`memstore.expire`), so an expired copy never wins its key group and expired memories take no
+capacity; the rules then apply to the rest exactly as the reference (`memstore.reference`) says.
+Prune (`memstore.prune`) reuses Stage 1.
 
 Everything here runs on a connection the caller holds inside one write transaction, so a run is
 applied whole or not at all, and a dry run is the same statements rolled back. Rows leave the live
@@ -11,11 +12,11 @@ set only through `memstore.runs`, which copies them whole into `memory_archive` 
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, Select, false, func, literal, select
+from sqlalchemy import Connection, false, func, literal, select
 
 from .db import chunked
-from .hygiene import stale_ids
-from .live_counts import LiveCount, live_counts
+from .expire import take_expired
+from .live_counts import live_counts
 from .runs import (
     ConsolidationReport,
     copy_to_archive,
@@ -27,13 +28,12 @@ from .runs import (
     start_run,
 )
 from .schema import RANK_ORDER, RANK_ORDER_FROM_BOTTOM, STAGE1_ORDER, memories
-from .validate import require_days, require_fraction
 
 
 # -- the stages ---------------------------------------------------------------------------------
 
 
-def _stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int, since: int | None = None) -> int:
+def stage1_deduplicate(conn: Connection, namespace: str, run_id: int, now: int, since: int | None = None) -> int:
     """Stage 1 over the whole namespace, or (with `since`) over the keys written after seq `since`.
     Returns how many memories it archived (all unpinned).
 
@@ -98,82 +98,6 @@ def _stage2_evict(
     remove_archived(conn, namespace, run_id, "evicted")
 
 
-def _archive_stale(
-    conn: Connection, namespace: str, run_id: int, now: int, as_of: int, stale_threshold: float, min_age_days: int
-) -> None:
-    columns = ("id", "pinned", "created_at", "updated_at", "last_recalled_at", "recall_count")
-    candidates = conn.execute(
-        select(*(memories.c[name] for name in columns)).where(memories.c.namespace == namespace, memories.c.pinned == false())
-    ).mappings()
-    doomed = stale_ids(candidates, as_of, stale_threshold, min_age_days)
-    for chunk in chunked(doomed):
-        rows = select(memories).where(memories.c.id.in_(chunk)).subquery("stale")
-        copy_to_archive(conn, rows, "stale", literal(None), run_id, now)
-    remove_archived(conn, namespace, run_id, "stale")
-
-
-def _expired(namespace: str | None, now: int, *columns) -> Select:
-    """`columns` of the memories of `namespace` (None: all) whose lifetime has ended by `now`, read
-    off ix_memories_expires_at (which holds only the memories that have a lifetime)."""
-    # `expires_at IS NOT NULL` changes no answer (`<=` is never true of NULL) but spells out the
-    # index's own WHERE, and SQLite reads it as a second bound of the range. With the range
-    # `expires_at <= now` alone, SQLite 3.40's planner (and 3.50's, over every namespace) costed the
-    # count below, grouped by (namespace, pinned), cheaper as a walk of ix_memories_rank in group
-    # order than as the range plus a sort: it read every memory (1.2 s at 500k). With both bounds
-    # 3.40.1 and 3.50.4 both read the range. tests/test_plans.py explains each statement of the jobs.
-    query = select(*columns).where(memories.c.expires_at.is_not(None), memories.c.expires_at <= now)
-    if namespace is None:
-        return query
-    # `namespace || ''`, not `namespace`: SQLite's planner, without statistics, prefers an index for
-    # an equality and would walk every memory of the namespace (3 s at a million) to find the few
-    # with a lifetime. An expression no index holds keeps it on the expiry index.
-    return query.where(memories.c.namespace.concat("") == namespace)
-
-
-def archive_expired(conn: Connection, namespace: str | None, run_id: int, now: int) -> dict[str, LiveCount]:
-    """Archive every memory of `namespace` (None: all) whose lifetime has ended by `now`, as
-    `expired`, pinned or not (its own lifetime ends a memory; pinning protects it from the rules);
-    returns how many, unpinned and pinned, per namespace."""
-    found = conn.execute(
-        _expired(namespace, now, memories.c.namespace, memories.c.pinned == false(), func.count())
-        .group_by(memories.c.namespace, memories.c.pinned)
-    ).all()
-    expired: dict[str, LiveCount] = {}
-    for each, unpinned, count in found:
-        tally = expired.setdefault(each, LiveCount())
-        if unpinned:
-            tally.unpinned += count
-        else:
-            tally.pinned += count
-    for each in sorted(expired):
-        rows = _expired(each, now, memories).subquery("expired")
-        copy_to_archive(conn, rows, "expired", literal(None), run_id, now)
-        remove_archived(conn, each, run_id, "expired")
-    return expired
-
-
-def _take_expired(conn: Connection, counts: dict[str, LiveCount], namespace: str | None, run_id: int, now: int) -> None:
-    """The first step of every job: the expired memories go, and stop counting as live."""
-    for each, gone in archive_expired(conn, namespace, run_id, now).items():
-        if each in counts:
-            counts[each].unpinned -= gone.unpinned
-            counts[each].pinned -= gone.pinned
-
-
-def expire_in_transaction(conn: Connection, namespace: str | None, now: int, *, dry_run: bool = False) -> ConsolidationReport:
-    """Archive the memories whose lifetime has ended (`archive_expired`), as one run of kind `expire`;
-    when none has, nothing is written and the report has no run (a sweeper's empty passes leave no
-    trace)."""
-    lock_jobs(conn, namespace)
-    report = ConsolidationReport("expire", None, namespace, None, dry_run, started_at=now, finished_at=now)
-    if conn.execute(_expired(namespace, now, memories.c.id).limit(1)).first() is None:
-        return report
-    counts = live_counts(conn, namespace, incremental=conn.dialect.name == "sqlite")
-    run_id = start_run(conn, report, counts, stage1=False)
-    _take_expired(conn, counts, namespace, run_id, now)
-    return finish_run(conn, report, run_id, counts)
-
-
 def consolidate_in_transaction(
     conn: Connection,
     capacity: int,
@@ -201,10 +125,10 @@ def consolidate_in_transaction(
     marks = {each: high_water_mark(conn, each) if incremental and dedup else None for each in sorted(counts)}
     run_id = start_run(conn, report, counts, stage1=dedup)
     # Expired copies never win a key group, and expired memories take no capacity.
-    _take_expired(conn, counts, namespace, run_id, now)
+    take_expired(conn, counts, namespace, run_id, now)
     report.incremental = any(mark is not None for mark in marks.values()) or (incremental and not dedup)
     for each, since in marks.items():
-        archived = _stage1_deduplicate(conn, each, run_id, now, since) if dedup else 0
+        archived = stage1_deduplicate(conn, each, run_id, now, since) if dedup else 0
         if evict:
             # Stage 1 archives unpinned rows only, and nothing else writes meanwhile (SQLite's lock);
             # the trigger-kept counts are exact, so without Stage 1 they are the count itself.
@@ -214,33 +138,4 @@ def consolidate_in_transaction(
     return finish_run(conn, report, run_id, counts, list_kept=list_kept)
 
 
-def prune_in_transaction(
-    conn: Connection,
-    namespace: str | None,
-    now: int,
-    *,
-    as_of: int,
-    stale_threshold: float,
-    min_age_days: int,
-    dry_run: bool = False,
-    list_kept: bool = False,
-    stages: tuple[str, ...] = ("dedup", "stale"),
-) -> ConsolidationReport:
-    """The hygiene prune: exact duplicates by the Stage 1 rule, then stale memories; pinned kept.
-    With `stages=("stale",)` only the stale ones, as a run of kind "stale"."""
-    stale_threshold, min_age_days = require_fraction(stale_threshold, "stale_threshold"), require_days(min_age_days, "min_age_days")
-    params = {"stale_threshold": stale_threshold, "min_age_days": min_age_days, "as_of": as_of}
-    lock_jobs(conn, namespace)
-    dedup = "dedup" in stages
-    report = ConsolidationReport("prune" if dedup else "stale", None, namespace, None, dry_run, params=params, started_at=now)
-    counts = live_counts(conn, namespace, incremental=False)
-    run_id = start_run(conn, report, counts, stage1=dedup)
-    _take_expired(conn, counts, namespace, run_id, now)
-    for each in sorted(counts):
-        if dedup:
-            _stage1_deduplicate(conn, each, run_id, now)
-        _archive_stale(conn, each, run_id, now, as_of, stale_threshold, min_age_days)
-    return finish_run(conn, report, run_id, counts, list_kept=list_kept)
-
-
-__all__ = ["ConsolidationReport", "archive_expired", "consolidate_in_transaction", "expire_in_transaction", "prune_in_transaction"]
+__all__ = ["ConsolidationReport", "consolidate_in_transaction", "stage1_deduplicate"]

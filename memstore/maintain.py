@@ -23,11 +23,13 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from .consolidate import consolidate_in_transaction, expire_in_transaction, prune_in_transaction
+from .consolidate import consolidate_in_transaction
 from .db import checkpoint, database_error, read_transaction, shown_location, write_transaction
 from .embeddings import Embeddings
 from .errors import MemstoreError, ValidationError
+from .expire import expire_in_transaction
 from .integrity import check_store
+from .prune import prune_in_transaction
 from .recall import CheckRanking, Recall
 from .recall_checks import run_checks
 from .records import now_ms

@@ -296,7 +296,7 @@ class MemoryStore:
         check_mode: str | None = None,
     ) -> ConsolidationReport:
         """Archive exact duplicates (Stage 1 rule: newest wins) and stale memories; pinned ones stay."""
-        from .consolidate import prune_in_transaction
+        from .prune import prune_in_transaction
 
         as_of = now_ms() if now is None else now
         return self._run_job(
@@ -320,7 +320,7 @@ class MemoryStore:
     def expire(self, namespace: str | None = None, *, dry_run: bool = False) -> ConsolidationReport:
         """Archive the memories whose lifetime has ended, as `expired`, in one run of kind `expire`
         (every job does this first; this is it alone). `restore` brings them back as they were."""
-        from .consolidate import expire_in_transaction
+        from .expire import expire_in_transaction
 
         return self._run_job(lambda conn: expire_in_transaction(conn, namespace, now_ms(), dry_run=dry_run), dry_run, None, CHECK_K, None)
 

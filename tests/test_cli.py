@@ -358,9 +358,9 @@ def _modules_after(
 
 # What a per-turn hook's command on a SQLite store must not pay for (the PostgreSQL dialect: 25 ms).
 JOB_MODULES = {
-    "alembic", "memstore.consolidate", "memstore.runs", "memstore.hygiene", "memstore.fulltext", "memstore.recall",
-    "memstore.recall_checks", "memstore.integrity", "memstore.backup", "memstore.reference", "sqlalchemy.orm",
-    "sqlalchemy.dialects.postgresql",
+    "alembic", "memstore.consolidate", "memstore.prune", "memstore.expire", "memstore.runs", "memstore.hygiene",
+    "memstore.fulltext", "memstore.recall", "memstore.recall_checks", "memstore.integrity", "memstore.backup",
+    "memstore.reference", "sqlalchemy.orm", "sqlalchemy.dialects.postgresql",
 }  # fmt: skip
 
 
