@@ -199,7 +199,7 @@ def build_report(
             {
                 "id": m["id"],
                 "staleness": staleness(m, now_ms),
-                "age_days": days_idle(m, now_ms),
+                "days_idle": days_idle(m, now_ms),
                 "recall_count": m.get("recall_count") or 0,
                 "pinned": bool(m.get("pinned")),
             }
@@ -207,12 +207,12 @@ def build_report(
         ),
         key=lambda s: (-s["staleness"], s["id"]),
     )
-    ages = sorted(s["age_days"] for s in scores)
+    idle = sorted(s["days_idle"] for s in scores)
     return {
         "total_records": len(memories),
         "total_text_chars": sum(len(m["text"]) for m in memories),
-        "oldest_age_days": ages[-1] if ages else 0,
-        "median_age_days": ages[len(ages) // 2] if ages else 0,
+        "oldest_days_idle": idle[-1] if idle else 0,
+        "median_days_idle": idle[len(idle) // 2] if idle else 0,
         "never_recalled": sum(1 for m in memories if not m.get("recall_count")),
         "pinned": sum(1 for m in memories if m.get("pinned")),
         "exact_duplicate_groups": exact_groups,

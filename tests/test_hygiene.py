@@ -75,8 +75,8 @@ def test_worked_example_report_gives_the_specifications_figures(seed_db):
     assert report["near_duplicate_threshold"] == 0.8
     assert report["total_records"] == 7
     assert report["total_text_chars"] == 319
-    assert report["oldest_age_days"] == 1015
-    assert report["median_age_days"] == 10
+    assert report["oldest_days_idle"] == 1015
+    assert report["median_days_idle"] == 10
     assert report["never_recalled"] == 3
     assert report["pinned"] == 1
     assert report["exact_duplicate_groups"] == [["m1", "m2"]]
@@ -86,7 +86,7 @@ def test_worked_example_report_gives_the_specifications_figures(seed_db):
         {"ids": ["m5", "m6"], "jaccard": 0.875},
     ]
     assert report["contradiction_flags"] == [{"ids": ["m5", "m6"], "jaccard": 0.875, "reason": "negation differs"}]
-    by_id = {s["id"]: (s["staleness"], s["age_days"], s["recall_count"], s["pinned"]) for s in report["staleness"]}
+    by_id = {s["id"]: (s["staleness"], s["days_idle"], s["recall_count"], s["pinned"]) for s in report["staleness"]}
     assert len(report["staleness"]) == 7
     assert by_id == SEED_STALENESS
 
@@ -558,7 +558,7 @@ def test_store_report_defaults_to_the_default_namespace_and_limits_to_the_one_as
     assert [s["id"] for s in default["staleness"]] == ["d1", "d2"]
     assert default["exact_duplicate_groups"] == [["d1", "d2"]]
     assert default["near_duplicate_pairs"] == default["contradiction_flags"] == []
-    assert default["oldest_age_days"] == 3 and default["pinned"] == 0
+    assert default["oldest_days_idle"] == 3 and default["pinned"] == 0
 
     work = store.report("work", now=NOW_MS)
     assert work["namespace"] == "work"
@@ -572,7 +572,7 @@ def test_store_report_defaults_to_the_default_namespace_and_limits_to_the_one_as
         {"ids": ["w2", "w3"], "jaccard": 0.667, "reason": "negation differs"},
         {"ids": ["w3", "w4"], "jaccard": 0.0, "reason": "same fact_key, different text"},
     ]
-    assert work["oldest_age_days"] == 400 and work["pinned"] == 1 and work["never_recalled"] == 4
+    assert work["oldest_days_idle"] == 400 and work["pinned"] == 1 and work["never_recalled"] == 4
 
     assert store.report("nobody", now=NOW_MS)["total_records"] == 0
     assert store.report(None, now=NOW_MS)["total_records"] == 6

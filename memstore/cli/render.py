@@ -174,7 +174,7 @@ def print_inventory(result: dict[str, Any]) -> None:
         f"{result['total_records']} memories, {result['total_text_chars']} characters; "
         f"{result['pinned']} pinned, {result['never_recalled']} never recalled"
     )
-    echo(f"days idle: oldest {result['oldest_age_days']}, median {result['median_age_days']}")
+    echo(f"days idle: oldest {result['oldest_days_idle']}, median {result['median_days_idle']}")
     echo(f"exact duplicate groups: {len(result['exact_duplicate_groups'])}")
     for group in result["exact_duplicate_groups"]:
         echo(f"  {', '.join(group)}")
@@ -191,7 +191,7 @@ def print_inventory(result: dict[str, Any]) -> None:
     echo(f"stalest (of {len(result['staleness'])}):")
     for entry in stalest:
         pin = ", pinned" if entry["pinned"] else ""
-        echo(f"  {entry['id']}  {entry['staleness']}  ({entry['age_days']} days idle, {entry['recall_count']} recalls{pin})")
+        echo(f"  {entry['id']}  {entry['staleness']}  ({entry['days_idle']} days idle, {entry['recall_count']} recalls{pin})")
 
 
 def checks_document(results) -> dict[str, Any]:

@@ -127,8 +127,8 @@ class Inventory(TypedDict):
     total_text_chars: int
     pinned: int
     never_recalled: int
-    oldest_age_days: int
-    median_age_days: int
+    oldest_days_idle: int
+    median_days_idle: int
     exact_duplicate_groups: Finding
     near_duplicate_pairs: Finding
     contradiction_flags: Finding
@@ -300,7 +300,7 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         near-duplicate pairs and contradiction flags are {ids, jaccard, ...}; open_flags are the
         contradictions the maintenance job flagged for a person ({id, older_id, newer_id (probably
         current), similarity, reason, older_text, newer_text}); stalest entries are {id, staleness
-        0..1, age_days, recall_count, pinned}.
+        0..1, days_idle, recall_count, pinned}.
         """
         with tool_errors(location):
             found = store.report(namespace)
@@ -310,7 +310,7 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
             return {"count": len(entries), "top": entries[:REPORT_TOP]}
 
         return {
-            **{key: found[key] for key in ("namespace", "total_records", "total_text_chars", "pinned", "never_recalled", "oldest_age_days", "median_age_days")},
+            **{key: found[key] for key in ("namespace", "total_records", "total_text_chars", "pinned", "never_recalled", "oldest_days_idle", "median_days_idle")},
             "exact_duplicate_groups": finding(found["exact_duplicate_groups"]),
             "near_duplicate_pairs": finding(found["near_duplicate_pairs"]),
             "contradiction_flags": finding(found["contradiction_flags"]),
