@@ -9,7 +9,7 @@ memstore's one-line message and the server keeps serving.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal
@@ -160,15 +160,34 @@ def _memstore_version() -> str:
         return ""
 
 
-def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCPServer:
-    """The MCP server for one open store and one namespace; the caller owns (and closes) the store."""
-    server = MCPServer(
-        "memstore", instructions=INSTRUCTIONS.format(namespace=namespace), version=_memstore_version()
-    )
-    location = store.url
+def _tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a method of `Tools` as an MCP tool with these annotations (`create_server` registers it)."""
 
-    @server.tool(annotations=ToolAnnotations(title="Remember a fact", destructive_hint=False))
+    def mark(method: Callable[..., Any]) -> Callable[..., Any]:
+        method.tool_annotations = annotations  # type: ignore[attr-defined]
+        return method
+
+    return mark
+
+
+def _finding(entries: list[Any]) -> Finding:
+    """A report's finding: the full count and at most REPORT_TOP entries."""
+    return {"count": len(entries), "top": entries[:REPORT_TOP]}
+
+
+class Tools:
+    """The tools over one open store and one namespace. Each method marked `_tool` is one tool: its
+    name the tool's name, its parameters (after `self`) the tool's input schema, its docstring what
+    the model reads, its return type the output schema."""
+
+    def __init__(self, store: MemoryStore, namespace: str) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.location = store.url
+
+    @_tool(ToolAnnotations(title="Remember a fact", destructive_hint=False))
     def remember(
+        self,
         text: Annotated[str, Field(description="The fact, one self-contained sentence or two.")],
         importance: Annotated[int, Field(strict=True, description="1 (trivia) .. 5 (critical); decides what survives when the store is trimmed.")] = DEFAULT_IMPORTANCE,
         pinned: Annotated[bool, Field(strict=True, description="Never archive this memory when the store is trimmed.")] = False,
@@ -188,16 +207,17 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         already stored (a retry with the same id); same_key_ids, the other live memories with the
         same normalised key (copies that the next consolidation will fold into the newest).
         """
-        with tool_errors(location):
+        with tool_errors(self.location):
             ttl = None if expires_in is None else parse_ttl(expires_in, "expires_in")
-            result = store.remember(
+            result = self.store.remember(
                 text, importance=importance, pinned=pinned, fact_key=fact_key, meta=meta,
-                id=None if id is None else scoped_id(namespace, id), namespace=namespace, ttl=ttl,
+                id=None if id is None else scoped_id(self.namespace, id), namespace=self.namespace, ttl=ttl,
             )  # fmt: skip
         return fields(result, Remembered)
 
-    @server.tool(annotations=ToolAnnotations(title="Recall memories", destructive_hint=False))
+    @_tool(ToolAnnotations(title="Recall memories", destructive_hint=False))
     def recall(
+        self,
         query: Annotated[str, Field(description="Words to search for, e.g. 'preferred editor theme'.")],
         k: Annotated[int, Field(strict=True, ge=1, le=RECALL_MAX_K, description="How many memories to return at most.")] = RECALL_K,
     ) -> list[RecallHit]:
@@ -214,12 +234,13 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         contradict the memory other_id and a person has not settled which is current yet: do not
         rely on either as certain, and say so if it matters.
         """
-        with tool_errors(location):
-            rows = store.recall(query, k, namespace)
+        with tool_errors(self.location):
+            rows = self.store.recall(query, k, self.namespace)
         return [fields(row, RecallHit) for row in rows]
 
-    @server.tool(annotations=ToolAnnotations(title="Forget a memory", destructive_hint=True, idempotent_hint=False))
+    @_tool(ToolAnnotations(title="Forget a memory", destructive_hint=True, idempotent_hint=False))
     def forget(
+        self,
         id: Annotated[str, Field(description="The id of the memory to forget (from recall or remember).")],
         reason: Annotated[str | None, Field(description="Why, in a few words; kept with the archived memory.")] = None,
     ) -> Forgotten:
@@ -230,12 +251,13 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
 
         Returns {run_id, archived}: the run that archived it, and the archived ids.
         """
-        with tool_errors(location):
-            run = store.forget([id], reason=reason, namespace=namespace)
+        with tool_errors(self.location):
+            run = self.store.forget([id], reason=reason, namespace=self.namespace)
         return {"run_id": run.run_id, "archived": [entry.id for entry in run.archived]}
 
-    @server.tool(annotations=ToolAnnotations(title="Update a memory", destructive_hint=False, idempotent_hint=False))
+    @_tool(ToolAnnotations(title="Update a memory", destructive_hint=False, idempotent_hint=False))
     def update(
+        self,
         id: Annotated[str, Field(description="The id of the memory to correct.")],
         text: Annotated[str | None, Field(description="The corrected text; leave empty to keep the text.")] = None,
         importance: Annotated[int | None, Field(strict=True, description="New importance 1..5; leave empty to keep it.")] = None,
@@ -250,12 +272,12 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         """
         if text is None and importance is None:
             raise ToolError("give text, importance or both")
-        with tool_errors(location):
-            result = store.update(id, text=text, importance=importance, namespace=namespace)
+        with tool_errors(self.location):
+            result = self.store.update(id, text=text, importance=importance, namespace=self.namespace)
         return fields(result, Updated)
 
-    @server.tool(annotations=ToolAnnotations(title="Show a memory", read_only_hint=True))
-    def show(id: Annotated[str, Field(description="The memory's id.")]) -> Shown:
+    @_tool(ToolAnnotations(title="Show a memory", read_only_hint=True))
+    def show(self, id: Annotated[str, Field(description="The memory's id.")]) -> Shown:
         """Show one memory, live, expired or archived, with its history.
 
         Use it to see every field of a memory, or why and when it left the live set.
@@ -266,13 +288,14 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         superseded_by); history is every version linked to it by updates, oldest first, this one
         included, each with its state.
         """
-        with tool_errors(location):
-            memory = store.get(id, namespace=namespace)
-            history = store.history(id, namespace=namespace)
+        with tool_errors(self.location):
+            memory = self.store.get(id, namespace=self.namespace)
+            history = self.store.history(id, namespace=self.namespace)
         return {"memory": dict(memory, state=memory_state(memory, now_ms())), "history": history}
 
-    @server.tool(annotations=ToolAnnotations(title="Consolidate memory", destructive_hint=True, idempotent_hint=True))
+    @_tool(ToolAnnotations(title="Consolidate memory", destructive_hint=True, idempotent_hint=True))
     def consolidate(
+        self,
         capacity: Annotated[int, Field(strict=True, description="How many unpinned memories to keep.")],
         dry_run: Annotated[bool, Field(strict=True, description="True (the default): only say what would happen.")] = True,
     ) -> Consolidated:
@@ -286,12 +309,12 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         Returns the run's counts (live_before, kept, pinned_kept, duplicates, evicted), its run_id
         (null for a dry run) and the archived memories: {id, reason, superseded_by}.
         """
-        with tool_errors(location):
-            run = store.consolidate(capacity, namespace, dry_run=dry_run).to_dict()
+        with tool_errors(self.location):
+            run = self.store.consolidate(capacity, self.namespace, dry_run=dry_run).to_dict()
         return {**fields(run, Consolidated), "archived": [fields(entry, ArchivedByRun) for entry in run["archived"]]}
 
-    @server.tool(annotations=ToolAnnotations(title="Memory hygiene report", read_only_hint=True))
-    def report() -> Inventory:
+    @_tool(ToolAnnotations(title="Memory hygiene report", read_only_hint=True))
+    def report(self) -> Inventory:
         """Inventory of long-term memory: size, duplicates, near-duplicates, possible
         contradictions and the stalest memories. Changes nothing.
 
@@ -302,23 +325,33 @@ def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCP
         current), similarity, reason, older_text, newer_text}); stalest entries are {id, staleness
         0..1, days_idle, recall_count, pinned}.
         """
-        with tool_errors(location):
-            found = store.report(namespace)
+        with tool_errors(self.location):
+            found = self.store.report(self.namespace)
         stale = [entry for entry in found["staleness"] if entry["staleness"] > 0]
-
-        def finding(entries: list[Any]) -> Finding:
-            return {"count": len(entries), "top": entries[:REPORT_TOP]}
-
         return {
             **{key: found[key] for key in ("namespace", "total_records", "total_text_chars", "pinned", "never_recalled", "oldest_days_idle", "median_days_idle")},
-            "exact_duplicate_groups": finding(found["exact_duplicate_groups"]),
-            "near_duplicate_pairs": finding(found["near_duplicate_pairs"]),
-            "contradiction_flags": finding(found["contradiction_flags"]),
-            "open_flags": finding([fields(flag, OpenFlag) for flag in found["open_flags"]]),
-            "stalest": finding(stale),
+            "exact_duplicate_groups": _finding(found["exact_duplicate_groups"]),
+            "near_duplicate_pairs": _finding(found["near_duplicate_pairs"]),
+            "contradiction_flags": _finding(found["contradiction_flags"]),
+            "open_flags": _finding([fields(flag, OpenFlag) for flag in found["open_flags"]]),
+            "stalest": _finding(stale),
         }
 
+
+# The tools in the order the server lists them.
+TOOLS = ("remember", "recall", "forget", "update", "show", "consolidate", "report")
+
+
+def create_server(store: MemoryStore, namespace: str = DEFAULT_NAMESPACE) -> MCPServer:
+    """The MCP server for one open store and one namespace; the caller owns (and closes) the store."""
+    server = MCPServer(
+        "memstore", instructions=INSTRUCTIONS.format(namespace=namespace), version=_memstore_version()
+    )
+    tools = Tools(store, namespace)
+    for name in TOOLS:
+        method = getattr(tools, name)
+        server.tool(annotations=method.tool_annotations)(method)
     return server
 
 
-__all__ = ["create_server", "tool_errors"]
+__all__ = ["TOOLS", "Tools", "create_server", "tool_errors"]
