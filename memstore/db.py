@@ -283,11 +283,6 @@ class BackgroundCheckpoints:
         with self._lock:
             return sum(1 for each in self._running if each.is_alive())
 
-    def tracked(self) -> int:
-        """Threads held on to (the finished ones are let go at the next start)."""
-        with self._lock:
-            return len(self._running)
-
     def wait(self) -> None:
         with self._lock:
             workers, self._running = self._running, []

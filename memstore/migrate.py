@@ -48,13 +48,6 @@ def _scripts() -> ScriptDirectory:
     return ScriptDirectory.from_config(alembic_config())
 
 
-def head_revision() -> str:
-    """Alembic's head, read from the migration scripts (SCHEMA_HEAD is the same, without Alembic)."""
-    head = _scripts().get_current_head()
-    assert head is not None, "memstore ships at least one migration"
-    return head
-
-
 def current_revision(conn: Connection) -> str | None:
     """The revision stored in the database; None for a database memstore never migrated."""
     if not conn.dialect.has_table(conn, VERSION_TABLE):

@@ -24,9 +24,11 @@ from sqlalchemy import Engine, inspect, text
 from memstore.cli import cli
 from memstore.db import make_engine, write_transaction
 from memstore.errors import SchemaError
-from memstore.migrate import SCHEMA_HEAD, alembic_config, comparison_options, current_revision, head_revision, index_drift, upgrade
+from memstore.migrate import SCHEMA_HEAD, alembic_config, comparison_options, current_revision, index_drift, upgrade
 from memstore.models import LIVE_COUNTS_TABLE, Base
 from memstore.store import MemoryStore
+
+from .schema_head import head_revision
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # The models' tables plus SQLite's full-text index over memories.text and its shadow tables, and

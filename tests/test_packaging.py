@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore.migrate import head_revision
+from .schema_head import head_revision
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_FILES = (

@@ -19,9 +19,10 @@ from sqlalchemy import create_engine, inspect, text
 from memstore import MemoryStore, MemstoreError, SchemaError
 from memstore.cli import cli
 from memstore.db import make_engine, write_transaction
-from memstore.migrate import alembic_config, comparison_options, current_revision, head_revision
+from memstore.migrate import alembic_config, comparison_options, current_revision
 
 from .conftest import BACKENDS, empty_store
+from .schema_head import head_revision
 from .strategies import NAMESPACES, examples, stores
 from .test_cli import SEED_HYGIENE_FIXTURE
 
