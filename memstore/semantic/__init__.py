@@ -1,12 +1,20 @@
-"""Meaning, not only spelling: local embeddings, the pair classifier and hybrid recall fusion.
+"""Meaning, not only spelling: local embeddings, their storage and search, the pair classifier and
+the phases that read meaning.
 
-* `embed`: `Embedder` (fastembed; a model name or a local model directory), `to_blob` / `from_blob`.
+* `embed`: `Embedder` (fastembed; a model name or a local model directory), `to_blob` / `from_blob`
+  / `from_blobs`.
+* `query_model`: `QueryModel`, one query embedded with ONNX Runtime and `tokenizers` alone (recall's
+  path, without fastembed), exactly as `Embedder` embeds it.
+* `vectors`: vectors in `memory_vectors`, the store's model, pending memories, nearest-neighbour
+  search; `vector_file`: the vector files beside a SQLite store whose `sqlite3` cannot load sqlite-vec.
 * `pairs`: the pair classifier, `classify(text_a, text_b, similarity)` -> `Verdict` (duplicate,
   contradiction, related, unrelated), pure Python.
-* `fusion`: `fuse(lexical, semantic, k)` -> `Fused` results that keep what each ranking found.
+* `phases`: the `semantic` and `contradict` maintenance phases; `flags`: contradiction flags for a person.
 
-Importing this package loads neither fastembed nor NumPy; they load when a model first runs, and
-a missing ``semantic`` extra raises `memstore.errors.MemstoreError` saying what to install.
+Hybrid recall's fusion is `memstore.recall.fusion` (`fuse(candidates, k)` -> the top `k` `Fused`
+results); this package still exports `fuse` and `Fused`, with `classify` and `Verdict`, and
+`embed`'s names lazily: importing it loads neither fastembed nor NumPy; they load when a model first
+runs, and a missing ``semantic`` extra raises `memstore.errors.MemstoreError` saying what to install.
 """
 
 from __future__ import annotations
