@@ -1,5 +1,5 @@
 """A store with a history, at any size, for the tests of `memstore copy` and its benchmark
-(scripts/bench_copy.py): memories over several namespaces (exact duplicates, pinned, with meta and
+(scripts/bench/copy.py): memories over several namespaces (exact duplicates, pinned, with meta and
 fact keys, some expired, some expiring later), random unit vectors filed under the real model's
 name (what a copy moves does not depend on the vectors' values; embedding 100,000 texts would take
 minutes), a consolidation run that archives the expired, duplicates and evicted, a forget, updates,

@@ -22,7 +22,7 @@ from memstore.semantic.vectors import EmbeddingModel, set_model, store_vectors
 
 # Vectors filed under a model of a few dimensions: what the limits concern is how many rows go in,
 # not how wide each vector is, and an HNSW build over 100,000 vectors of 384 takes over a minute
-# on two cores (scripts/bench_import.py measures that import with the real model's width).
+# on two cores (scripts/bench/import_vectors.py measures that import with the real model's width).
 MODEL = EmbeddingModel("test/random-16", "test/random-16", 16)
 
 

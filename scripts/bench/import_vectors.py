@@ -1,12 +1,12 @@
-#!/usr/bin/env python3
 """Time `import` of an `export --all-namespaces --with-vectors` file into SQLite and PostgreSQL.
 
-    .venv/bin/python scripts/bench_import.py [--size 100000] [--model-dir .model-cache/minilm]
+    .venv/bin/python -m scripts.bench.import_vectors [--size 100000] [--model-dir .model-cache/minilm]
 
-A SQLite store of `--size` memories over 7 namespaces gets random unit vectors filed under the real
-model's name and width (as scripts/bench_vectors.py fakes them: embedding would take hours), is
-exported once, and the file is imported into a fresh SQLite store and into a fresh database on a
-throwaway PostgreSQL server with pgvector (tests/pgserver.py), each store's model enabled first.
+A SQLite store of `--size` generated memories (scripts/data.py) over 7 namespaces gets random unit
+vectors filed under the real model's name and width (``add_random_vectors``, as the bench's vector
+scenarios fake them: embedding would take hours), is exported once, and the file is imported into
+a fresh SQLite store and into a fresh database on a throwaway PostgreSQL server with pgvector
+(tests/pgserver.py), each store's model enabled first.
 Prints seconds and records per second of each import (`MemoryStore.import_file`, as `memstore
 import` calls it), and checks that nothing is left pending.
 """
@@ -14,38 +14,26 @@ import` calls it), and checks that nothing is left pending.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 from sqlalchemy import create_engine, text
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from memstore import MemoryStore, vector_index  # noqa: E402
-from memstore.db import write_transaction  # noqa: E402
-from memstore.records import now_ms  # noqa: E402
-from memstore.semantic.vectors import model_of, store_vectors  # noqa: E402
-from tests.pgserver import start_temp_postgres  # noqa: E402
+from memstore import MemoryStore
+from scripts import REPO
+from scripts.data import add_random_vectors, generate_records
+from tests.pgserver import start_temp_postgres
 
 
-def build_export(folder: Path, size: int, model_dir: Path) -> Path:
-    ids = [f"m{n:07d}" for n in range(size)]
+def build_export(folder: Path, size: int, model_dir: Path, seed: int = 1) -> Path:
+    records, _ = generate_records(size, seed)
+    for n, record in enumerate(records):
+        record["namespace"] = f"ns{n % 7}"
     with MemoryStore(folder / "source.db") as store:
-        store.add_many(
-            {"id": memory_id, "namespace": f"ns{n % 7}", "text": f"memory number {n} about thing {n % 977}", "timestamp": n, "importance": 1 + n % 5}
-            for n, memory_id in enumerate(ids)
-        )
-        store.enable_embeddings(model_dir)
-        with write_transaction(store.engine) as conn:
-            model = model_of(conn)
-            vector_index.drop(conn)
-            vectors = np.random.default_rng(1).standard_normal((size, model.dim)).astype(np.float32)
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            store_vectors(conn, model, ids, [vector.astype("<f4").tobytes() for vector in vectors], now_ms())
+        store.add_many(records)
+        # The index is not needed: the vectors are only exported.
+        add_random_vectors(store, [r["id"] for r in records], model_dir, seed, rebuild_index=False)
         exported = folder / "export.jsonl"
         with exported.open("w") as stream:
             store.export(stream, None, with_vectors=True)
@@ -66,7 +54,7 @@ def time_import(location: str, exported: Path, model_dir: Path, size: int) -> No
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m scripts.bench.import_vectors", description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--model-dir", type=Path, default=REPO / ".model-cache" / "minilm")
     args = parser.parse_args()

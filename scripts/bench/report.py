@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Benchmark the hygiene report (`MemoryStore.report`) on a large synthetic store.
 
-    .venv/bin/python scripts/bench_report.py [--size 100000] [--seed 1] [--repeats 3]
+    .venv/bin/python -m scripts.bench.report [--size 100000] [--seed 1] [--repeats 3]
                                              [--exhaustive-sample 4000] [--profile] [--output PATH]
 
 Target (from the issue): on a 100,000-memory store the whole report finishes within 60 s on a
@@ -9,7 +8,8 @@ Target (from the issue): on a 100,000-memory store the whole report finishes wit
 
 What it does:
 
-1. Generates a store deterministically from ``random.Random(seed)``: texts of ~100 characters
+1. Generates a store deterministically from ``random.Random(seed)`` (``generate_records`` of
+   scripts/data.py): texts of ~100 characters
    drawn from a vocabulary of a few thousand words with a Zipf-like distribution (common words
    such as "the" and "user" are very frequent), ~30 % near-duplicate variants of earlier memories
    (one or two words dropped / replaced / added, case or punctuation changed), some exact
@@ -33,14 +33,11 @@ non-zero only when the exactness check fails.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import inspect
 import json
 import os
 import platform
-import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,161 +46,14 @@ from pathlib import Path
 
 from memstore import hygiene, words
 from memstore.store import MemoryStore
+from scripts import REPO
+from scripts.data import NOW_MS, VOCABULARY_SIZE, ZIPF_EXPONENT, generate_records
+
+from .common import machine_info, source_fingerprint
 
 TARGET_SECONDS = 60.0
 SAMPLE_THRESHOLD = 0.5
-DAY_MS = hygiene.DAY_MS
-# A fixed "now" keeps the store (and so the report) identical from run to run.
-NOW_MS = int(datetime(2025, 1, 1, tzinfo=timezone.utc).timestamp() * 1000)
-SPAN_MS = 730 * DAY_MS  # two years
-
-REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench-results" / "report.json"
-
-# The head of the vocabulary, most frequent first: what agent memories are mostly made of.
-COMMON_WORDS = """
-the user to a and of is in for prefers on with likes uses wants their project at from that
-this be it as should when always by team code file has use an are or works meeting about
-we asked not prefer dark mode python data api test new default config server build run
-time week no before after email repo branch review deploy never report settings language
-""".split()
-
-VOCABULARY_SIZE = 4000
-ZIPF_EXPONENT = 1.0
-VARIANT_SHARE = 0.30
-EXACT_DUPLICATE_SHARE = 0.03
-PINNED_SHARE = 0.01
-FACT_KEY_SHARE = 0.02  # of the memories, in groups of 2-3 sharing one fact_key
-
-
-# -- the synthetic store ------------------------------------------------------------------------
-
-
-def make_vocabulary(rng: random.Random) -> list[str]:
-    """COMMON_WORDS followed by pronounceable made-up words, VOCABULARY_SIZE in all, unique."""
-    onsets = "b c d f g h j k l m n p r s t v w z br cl dr fl gr pl st tr sh ch".split()
-    vowels = "a e i o u ai ea io ou".split()
-    codas = ["", "", "n", "r", "s", "t", "l", "m", "x", "nd", "st"]
-    words = list(COMMON_WORDS)
-    seen = set(words)
-    while len(words) < VOCABULARY_SIZE:
-        word = "".join(rng.choice(onsets) + rng.choice(vowels) for _ in range(rng.randint(1, 3)))
-        word += rng.choice(codas)
-        if rng.random() < 0.05:
-            word += str(rng.randint(2, 99))  # version numbers, ports, counts: "py311", "v2"
-        if word not in seen:
-            seen.add(word)
-            words.append(word)
-    return words
-
-
-class TextMaker:
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-        self.words = make_vocabulary(rng)
-        weights = [1.0 / (rank + 1) ** ZIPF_EXPONENT for rank in range(len(self.words))]
-        total = 0.0
-        self.cum_weights = []
-        for weight in weights:
-            total += weight
-            self.cum_weights.append(total)
-
-    def word(self) -> str:
-        return self.rng.choices(self.words, cum_weights=self.cum_weights)[0]
-
-    def fresh(self) -> str:
-        """A new memory of ~100 characters (Gaussian length, clipped to 25..250)."""
-        rng = self.rng
-        target = min(max(int(rng.gauss(100, 30)), 25), 250)
-        words: list[str] = []
-        length = -1
-        while length < target:
-            word = self.word()
-            words.append(word)
-            length += len(word) + 1
-        if rng.random() < 0.2 and len(words) > 6:  # a clause: "..., and ..."
-            cut = rng.randrange(3, len(words) - 2)
-            words[cut] += ","
-        text = " ".join(words)
-        text = text[0].upper() + text[1:]
-        return text + rng.choice([".", ".", ".", ".", "!", ""])
-
-    def variant(self, text: str) -> str:
-        """One or two small edits: drop / replace / add a word, change case or punctuation."""
-        rng = self.rng
-        words = text.split()
-        for _ in range(rng.choice((1, 1, 2))):
-            edit = rng.choice(("drop", "replace", "add", "add", "case", "punct"))
-            if edit == "drop" and len(words) > 2:
-                del words[rng.randrange(len(words))]
-            elif edit == "replace" and words:
-                words[rng.randrange(len(words))] = self.word()
-            elif edit == "add":
-                # Now and then the added word is a negation: a candidate contradiction.
-                new = rng.choice(("not", "never", "no")) if rng.random() < 0.15 else self.word()
-                words.insert(rng.randrange(len(words) + 1), new)
-            elif edit == "case" and words:
-                i = rng.randrange(len(words))
-                words[i] = rng.choice((str.upper, str.lower, str.capitalize))(words[i])
-            else:
-                body = " ".join(words).rstrip(".!?")
-                words = (body + rng.choice((".", "!", "?", "", " ."))).split()
-        return " ".join(words) if words else text
-
-
-def generate_records(size: int, seed: int) -> tuple[list[dict], dict[str, int]]:
-    rng = random.Random(seed)
-    maker = TextMaker(rng)
-    texts: list[str] = []
-    kinds = {"fresh": 0, "variant": 0, "exact_duplicate": 0}
-    for _ in range(size):
-        roll = rng.random()
-        if texts and roll < EXACT_DUPLICATE_SHARE:
-            texts.append(texts[rng.randrange(len(texts))])
-            kinds["exact_duplicate"] += 1
-        elif texts and roll < EXACT_DUPLICATE_SHARE + VARIANT_SHARE:
-            texts.append(maker.variant(texts[rng.randrange(len(texts))]))
-            kinds["variant"] += 1
-        else:
-            texts.append(maker.fresh())
-            kinds["fresh"] += 1
-
-    # fact_keys: groups of 2-3 records (chosen anywhere in the store) share one key.
-    fact_keys: dict[int, str] = {}
-    wanted = int(size * FACT_KEY_SHARE)
-    candidates = list(range(size))
-    rng.shuffle(candidates)
-    group = 0
-    while len(fact_keys) < wanted and candidates:
-        group += 1
-        for _ in range(rng.choice((2, 2, 3))):
-            if candidates:
-                fact_keys[candidates.pop()] = f"fact.{group:05d}"
-
-    records = []
-    for index, text in enumerate(texts):
-        created = NOW_MS - rng.randrange(SPAN_MS)
-        updated = created if rng.random() < 0.8 else created + rng.randrange(NOW_MS - created + 1)
-        recalls = 0 if rng.random() < 0.5 else min(int(rng.expovariate(0.3)) + 1, 500)
-        last_recalled = None if recalls == 0 else updated + rng.randrange(NOW_MS - updated + 1)
-        records.append(
-            {
-                "id": f"m{index:07d}",
-                "text": text,
-                "importance": rng.randint(1, 5),
-                "pinned": rng.random() < PINNED_SHARE,
-                "created_at": created,
-                "updated_at": updated,
-                "last_recalled_at": last_recalled,
-                "recall_count": recalls,
-                "fact_key": fact_keys.get(index),
-            }
-        )
-    kinds["fact_key_groups"] = group
-    kinds["with_fact_key"] = len(fact_keys)
-    kinds["pinned"] = sum(r["pinned"] for r in records)
-    kinds["avg_text_chars"] = round(sum(len(t) for t in texts) / max(size, 1), 1)
-    return records, kinds
 
 
 # -- measurements ---------------------------------------------------------------------------------
@@ -213,33 +63,6 @@ def time_call(fn):
     start = time.perf_counter()
     result = fn()
     return time.perf_counter() - start, result
-
-
-def machine_info() -> dict:
-    return {
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "processor": platform.processor() or None,
-        "python": sys.version.split()[0],
-        "python_implementation": platform.python_implementation(),
-    }
-
-
-def source_fingerprint() -> dict:
-    """Which library code was measured: HEAD, uncommitted changes under memstore/, file hashes."""
-    info: dict = {"sha256": {}}
-    for name in ("hygiene.py", "store.py"):
-        path = REPO / "memstore" / name
-        info["sha256"][name] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")  # read-only: no index refresh
-    try:
-        git = lambda *a: subprocess.run(["git", *a], cwd=REPO, env=env, capture_output=True, text=True, timeout=20).stdout.strip()
-        info["git_head"] = git("rev-parse", "--short", "HEAD") or None
-        info["uncommitted_library_files"] = git("diff", "--name-only", "HEAD", "--", "memstore").split()
-    except (OSError, subprocess.SubprocessError):
-        info["git_head"] = None
-    return info
 
 
 def profile_report(store: MemoryStore, destination: Path, top: int = 15) -> list[dict]:
@@ -264,7 +87,7 @@ def profile_report(store: MemoryStore, destination: Path, top: int = 15) -> list
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m scripts.bench.report", description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100_000, help="memories in the store (default 100000)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     parser.add_argument("--repeats", type=int, default=3, help="report runs; the median is the figure (default 3)")
@@ -348,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {
         "benchmark": "memstore hygiene report",
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "command": " ".join([Path(sys.executable).name, "-m", "scripts.bench.report", *sys.argv[1:]]),
         "machine": machine_info(),
         "library_source": source_fingerprint(),
         "config": {

@@ -1,4 +1,4 @@
-"""The LangGraph scenario of scripts/bench.py (``--only langgraph``; also part of ``--only all``):
+"""The LangGraph scenario of the bench (``--only langgraph``; also part of ``--only all``):
 `MemstoreStore` against LangGraph's own `SqliteStore`, each on a SQLite file of its own, in one run.
 
 * **put**: one ``put`` of a new key, ``--langgraph-puts`` times (default 400), the two stores taking
@@ -8,23 +8,19 @@
   one put on the same store, taking turns likewise. Reported: the p50 of a batch over the p50 of a
   put, for each store (memstore's target <= 5: a batch is one transaction).
 
-Values are ``{"content": TEXT, "n": i}``, TEXT from the bench's synthetic texts; no TTL, no index.
+Values are ``{"content": TEXT, "n": i}``, TEXT from the bench's synthetic texts (scripts/data.py); no TTL,
+no index.
 
-    .venv/bin/python scripts/bench.py --only langgraph [--langgraph-puts 400]
+    .venv/bin/python -m scripts.bench --only langgraph [--langgraph-puts 400]
 """
 
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_report  # noqa: E402  (the synthetic text generator)
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from scripts.data import generate_records
 
 PUT_TARGET = 2.0  # memstore's put p50 / SqliteStore's put p50
 BATCH_TARGET = 5.0  # memstore's batch-of-20 p50 / memstore's put p50
@@ -63,7 +59,7 @@ def run_langgraph(args, work: Path) -> dict:
 
     folder = work / "langgraph"
     folder.mkdir(exist_ok=True)
-    texts = [record["text"] for record in bench_report.generate_records(1_000, args.seed)[0]]
+    texts = [record["text"] for record in generate_records(1_000, args.seed)[0]]
     ours, theirs, theirs_context = _open_stores(folder)
     try:
         _fill(ours, texts)
@@ -95,7 +91,7 @@ def run_langgraph(args, work: Path) -> dict:
 
 
 def langgraph_rows(figures: dict) -> list[dict]:
-    """The rows scripts/bench.py prints for this scenario (times in seconds)."""
+    """The rows the bench prints for this scenario (times in seconds)."""
     p50, batch, single = figures["put_p50_s"], figures["batch_p50_s"], figures["single_p50_s"]
     ratio = figures["batch_ratio"]
     return [

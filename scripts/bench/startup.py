@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """`memstore add` start-up of commits, measured side by side.
 
-    .venv/bin/python scripts/startup_compare.py REV [REV ...] [--runs 25] [--size 10000] [--instructions]
+    .venv/bin/python -m scripts.bench.startup REV [REV ...] [--runs 25] [--size 10000] [--instructions]
 
-scripts/bench.py measures one ratio per run: `memstore --db STORE add TEXT` over
+The bench (``--only ops``) measures one ratio per run: `memstore --db STORE add TEXT` over
 `python -c "import sqlalchemy, click"`. On a shared 2-core machine that ratio moves by 0.1 from
 one run to the next, more than any change to the start-up path, so two bench runs made at
 different times cannot say whether a commit made the command slower. This script measures the
@@ -13,7 +12,7 @@ again; the trees' order turns by one each round), so every tree sees the same ma
 * HEAD and each REV are checked out into temporary git worktrees side by side (removed
   afterwards): a tree measured where it lies (this checkout, its compiled files, its disk) was
   measured 0.05 faster than the same commit checked out beside the others;
-* each tree gets its own store of `--size` generated memories (scripts/bench_report.py's
+* each tree gets its own store of `--size` generated memories (scripts/data.py's
   generator), written by that tree's own code so its schema is the one the tree expects, then
   checkpointed;
 * each tree's package is compiled to bytecode first (`compileall`), as `pip install` does: with
@@ -48,11 +47,11 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "scripts"))
+from scripts import REPO
+from scripts.data import generate_records
+from scripts.stores import finalize_file
 
-from bench import MEMSTORE_BIN, checkpoint  # noqa: E402
-from bench_report import generate_records  # noqa: E402
+from .common import MEMSTORE_BIN
 
 BASELINE = [sys.executable, "-c", "import sqlalchemy, click"]
 WRITE_STORE = "import json, sys; from memstore import MemoryStore; s = MemoryStore(sys.argv[1]); s.add_many(json.load(open(sys.argv[2]))); s.close()"
@@ -111,7 +110,7 @@ def instructions(command: list[str], tree: Path) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m scripts.bench.startup", description=__doc__.splitlines()[0])
     parser.add_argument("revs", nargs="+", help="commits to compare HEAD with (HEAD itself: a second copy of it)")
     parser.add_argument("--runs", type=int, default=25, help="`add` runs per tree (default 25)")
     parser.add_argument("--size", type=int, default=10_000, help="memories in each store (default 10,000)")
@@ -126,7 +125,7 @@ def main() -> int:
         trees: dict[str, Path] = {}
         try:
             for n, rev in enumerate(["HEAD", *args.revs]):
-                # A commit named twice is checked out twice: `startup_compare.py HEAD` measures how
+                # A commit named twice is checked out twice: `scripts.bench.startup HEAD` measures how
                 # far apart two copies of the same code come out (the method's own noise).
                 label = rev if rev not in trees else f"{rev} (copy {n})"
                 trees[label] = checkout(rev, work / f"tree{n}")
@@ -134,7 +133,7 @@ def main() -> int:
             for n, (label, tree) in enumerate(trees.items()):
                 stores[label] = work / f"store{n}.db"
                 subprocess.run([sys.executable, "-c", WRITE_STORE, str(stores[label]), str(records)], cwd=tree, env=tree_env(tree), check=True)
-                checkpoint(stores[label])
+                finalize_file(stores[label])
             times: dict[str, list[tuple[float, float]]] = {label: [] for label in trees}
             imports: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
             baseline: list[tuple[float, float]] = []

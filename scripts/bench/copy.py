@@ -1,4 +1,4 @@
-"""The move scenario of scripts/bench.py (``--only copy``; also part of ``--only all``): `memstore copy`
+"""The move scenario of the bench (``--only copy``; also part of ``--only all``): `memstore copy`
 of a whole store between backends, as `memstore.transfer.copy_into` (what the command calls).
 
 The source is the store of tests/copy_history.py at ``--copy-size`` memories (default 100,000):
@@ -11,7 +11,7 @@ read and written) and how much to the derived data after them (the vector index 
 PostgreSQL an HNSW graph built over the live vectors), and the rate, memories (live + archived)
 per second of the whole copy.
 
-    .venv/bin/python scripts/bench.py --only copy [--copy-size 100000]
+    .venv/bin/python -m scripts.bench --only copy [--copy-size 100000]
 """
 
 from __future__ import annotations
@@ -20,12 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from memstore import MemoryStore  # noqa: E402
-from memstore.transfer import copy_into  # noqa: E402
-from tests import copy_history  # noqa: E402
+from memstore import MemoryStore
+from memstore.transfer import copy_into
+from tests import copy_history
 
 
 def log(message: str) -> None:
@@ -79,7 +76,7 @@ def run_copy(args, work: Path) -> dict:
 
 
 def copy_rows(copy: dict) -> list[dict]:
-    """The rows scripts/bench.py prints for this scenario."""
+    """The rows the bench prints for this scenario."""
     rows = []
     for name in ("sqlite_to_postgresql", "postgresql_to_sqlite", "sqlite_to_sqlite"):
         figures = copy[name]

@@ -1,7 +1,7 @@
-"""The web page scenario of scripts/bench.py (``--only web``; also part of ``--only all``): what
+"""The web page scenario of the bench (``--only web``; also part of ``--only all``): what
 `memstore web`'s overview and search pages cost over the `MemoryStore` reads they make.
 
-The store: the bench's generated memories (scripts/bench_report.py) over ``--web-namespaces``
+The store: the bench's generated memories (scripts/data.py) over ``--web-namespaces``
 namespaces (default 1,000; the first is ``default``, the one ``/`` shows, the others ``ns1`` ...),
 at each of ``--web-sizes`` (default 100,000 and 1,000,000; ``--quick``: 100,000). 2 % carry a
 lifetime ending within two weeks. It is given a history, as a store is after some nightly jobs: a
@@ -33,7 +33,7 @@ loopback), fetched with httpx from this process, wall time at the client (``--we
 
 If ``pages.overview`` changes what it reads, ``overview_reads`` below must follow it.
 
-    .venv/bin/python scripts/bench.py --only web [--quick] [--web-sizes 100000 1000000] [--web-cache DIR]
+    .venv/bin/python -m scripts.bench --only web [--quick] [--web-sizes 100000 1000000] [--web-cache DIR]
 """
 
 from __future__ import annotations
@@ -50,18 +50,15 @@ import time
 from pathlib import Path
 from urllib.parse import urlencode
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_report  # noqa: E402
+from sqlalchemy import select
 
-from sqlalchemy import select  # noqa: E402
+from memstore import MemoryStore
+from memstore.db import read_transaction, write_transaction
+from memstore.records import now_ms
+from memstore.schema import contradiction_flags, memories
+from scripts.data import DAY_MS, generate_records
 
-from memstore import MemoryStore  # noqa: E402
-from memstore.db import read_transaction, write_transaction  # noqa: E402
-from memstore.records import now_ms  # noqa: E402
-from memstore.schema import contradiction_flags, memories  # noqa: E402
-
-MEMSTORE_BIN = Path(sys.executable).with_name("memstore")
-DAY_MS = 86_400_000
+from .common import MEMSTORE_BIN
 TOKEN = "bench-web-token-0123456789abcdef"
 COOKIE_PORT = 1
 SEARCH_K = 20  # what the search page asks recall for (pages.SEARCH_K)
@@ -87,7 +84,7 @@ def percentile(values: list[float], share: float) -> float:
 
 def build_store(path: Path, size: int, namespaces: int, seed: int) -> dict:
     """The store described in the module's docstring; returns what it holds."""
-    records, _ = bench_report.generate_records(size, seed)
+    records, _ = generate_records(size, seed)
     rng = random.Random(seed + 41)
     now = now_ms()
     for n, record in enumerate(records):
@@ -343,7 +340,7 @@ def run_web(args, work: Path, queries: list[str]) -> dict:
 
 
 def web_rows(web: dict) -> list[dict]:
-    """The rows scripts/bench.py prints for this scenario."""
+    """The rows the bench prints for this scenario."""
     med = statistics.median
     rows = []
     for figures in web["sizes"]:

@@ -1,6 +1,6 @@
-"""The vector-search scenarios of scripts/bench.py (``--only vectors``; also part of ``--only all``).
+"""The vector-search scenarios of the bench (``--only vectors``; also part of ``--only all``).
 
-Stores are generated as the rest of the bench generates them (scripts/bench_report.py), their
+Stores are generated as the rest of the bench generates them (scripts/data.py), their
 memories spread over a number of namespaces, and given **random unit vectors** filed under the
 real model's name (the offline model, ``--model-dir``): what a search costs does not depend on the
 vectors' values, and embedding a million memories would take hours on two cores. Queries are
@@ -34,19 +34,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_report  # noqa: E402
+from memstore import MemoryStore
+from memstore.semantic import vector_file
+from scripts import REPO, module_command
+from scripts.data import add_random_vectors, generate_records
 
-from memstore import MemoryStore  # noqa: E402
-from memstore import vector_index  # noqa: E402
-from memstore.db import write_transaction  # noqa: E402
-from memstore.records import now_ms  # noqa: E402
-from memstore.semantic import vector_file  # noqa: E402
-from memstore.semantic.vectors import model_of, store_vectors  # noqa: E402
-
-REPO = Path(__file__).resolve().parent.parent
-MEMSTORE_BIN = Path(sys.executable).with_name("memstore")
-VECTOR_BATCH = 5_000
+from .common import MEMSTORE_BIN
 
 
 def log(message: str) -> None:
@@ -56,67 +49,29 @@ def log(message: str) -> None:
 def build_store(location: str, size: int, namespaces: int, model_dir: Path, seed: int) -> None:
     """`size` generated memories over `namespaces` namespaces (ns0, ns1, ...), with random unit
     vectors of the real model; the vector index built once, over all of them."""
-    import numpy as np
-
-    records, _ = bench_report.generate_records(size, seed)
+    records, _ = generate_records(size, seed)
     for n, record in enumerate(records):
         record["namespace"] = f"ns{n % namespaces}"
-    rng = np.random.default_rng(seed)
     with MemoryStore(location) as store:
         for start in range(0, size, 50_000):
             store.add_many(records[start : start + 50_000])
-        store.enable_embeddings(model_dir)
-        with write_transaction(store.engine) as conn:
-            model = model_of(conn)
-            vector_index.drop(conn)  # filled once below: quicker than row by row
-        for start in range(0, size, VECTOR_BATCH):
-            batch = records[start : start + VECTOR_BATCH]
-            vectors = rng.standard_normal((len(batch), model.dim)).astype(np.float32)
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            with write_transaction(store.engine) as conn:
-                store_vectors(conn, model, [r["id"] for r in batch], [v.astype("<f4").tobytes() for v in vectors], now_ms())
-        with write_transaction(store.engine) as conn:
-            vector_index.rebuild(conn, model.name, model.dim)
+        add_random_vectors(store, [r["id"] for r in records], model_dir, seed)
         # Where search reads vector files, `embeddings sync` writes them after its commits; these
         # vectors were stored directly, so they are written here, as the index is just above.
         vector_file.bring_up_to_date(store.engine, {record["namespace"] for record in records})
         assert store.embedding_status()["pending"] == 0
 
 
-# The process scenario runs from a small launcher process of its own: Linux keeps a process's peak
-# resident memory across fork and exec, so a command forked from this process (which holds whole
-# stores by then) would report this process's peak as its own.
-LAUNCHER = """
-import json, os, statistics, subprocess, sys, time
-
-def run(command):
-    start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{' '.join(command)} failed: {process.stderr.read().decode()[-500:]}")
-    return seconds, usage.ru_maxrss / 1024
-
-base, runs = json.loads(sys.argv[1]), int(sys.argv[2])
-# The first hybrid recall after the vectors were written, timed apart: where the store's sqlite3
-# cannot hold sqlite-vec, it writes the namespace's vector file (memstore.semantic.vector_file).
-first = run(base)[0]
-hybrid, lexical, peak = [], [], []
-for _ in range(runs):
-    seconds, megabytes = run(base)
-    hybrid.append(seconds)
-    peak.append(megabytes)
-    lexical.append(run([*base, "--mode", "lexical"])[0])
-print(json.dumps({"hybrid": statistics.median(hybrid), "lexical": statistics.median(lexical), "hybrid_peak_mb": max(peak), "first_hybrid": first}))
-"""
+# The process scenario runs from a small launcher process of its own (launcher.py): Linux keeps a
+# process's peak resident memory across fork and exec, so a command forked from this process (which
+# holds whole stores by then) would report this process's peak as its own.
 
 
 def bench_process(location: str, query: str, runs: int) -> dict:
     """`memstore recall` as a process, hybrid (the default) and lexical interleaved: median wall
     seconds of each, and the hybrid process's peak resident MB (wait4)."""
     base = [str(MEMSTORE_BIN), "--db", location, "recall", query, "-n", "ns0", "--no-touch"]
-    done = subprocess.run([sys.executable, "-c", LAUNCHER, json.dumps(base), str(runs)], capture_output=True, text=True)
+    done = subprocess.run(module_command("scripts.bench.launcher", json.dumps(base), str(runs)), capture_output=True, text=True, cwd=REPO)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-800:])
     return json.loads(done.stdout)
@@ -179,7 +134,6 @@ def run_vectors(args, work: Path, queries: list[str]) -> dict:
 
 
 def bench_postgresql(args, queries: list[str]) -> dict:
-    sys.path.insert(0, str(REPO))
     from tests.pgserver import start_temp_postgres
 
     server = start_temp_postgres()
@@ -207,7 +161,7 @@ def bench_postgresql(args, queries: list[str]) -> dict:
 
 
 def vector_rows(vec: dict) -> list[dict]:
-    """The rows scripts/bench.py prints for these scenarios."""
+    """The rows the bench prints for these scenarios."""
     by = {(p["size"], p["namespaces"]): p for p in vec["process"]}
     rows = []
     for (size, namespaces), p in sorted(by.items()):

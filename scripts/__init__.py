@@ -1,0 +1,32 @@
+"""The project's own programs: benchmarks, the torture suite, the probe and the evaluations.
+
+Run from the repository's root with the project's interpreter, as modules (no path is patched;
+the root on ``sys.path``, where ``python -m`` and pytest put it, is what makes them importable):
+
+    .venv/bin/python -m scripts.bench [--quick] [--only core|ops|vectors|copy|web|importers|langgraph]
+    .venv/bin/python -m scripts.bench.report          # the hygiene report over 100,000 memories
+    .venv/bin/python -m scripts.bench.import_vectors  # `import` of a file with vectors, SQLite and PostgreSQL
+    .venv/bin/python -m scripts.bench.startup REV ... # start-up of `memstore add` across commits
+    .venv/bin/python -m scripts.torture [--quick] [--only NAME ...]
+    .venv/bin/python -m scripts.probe [--trials N] [--size N]
+    .venv/bin/python -m scripts.eval_recall           # recall on the labelled sets (the real model)
+    .venv/bin/python -m scripts.semantic_eval         # the duplicate/contradiction classifier
+
+The modules: ``data`` (the one generator of synthetic memories and stores), ``stores`` (store
+files: copying them, and reading them from outside memstore), ``bench/``, ``torture/``, ``probe/``,
+``eval_recall``, ``semantic_eval``. The shell scripts beside them (``test``, ``quickstart``,
+``offline-model``) and the scheduling examples (``cron.example``, ``systemd/``) are run as files.
+Child processes of these programs run as modules too, from the root: ``module_command`` below.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def module_command(module: str, *args: str) -> list[str]:
+    """`python -m MODULE ARGS` with this interpreter; run it with ``cwd=REPO``, where the module is found."""
+    return [sys.executable, "-m", module, *args]
