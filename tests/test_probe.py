@@ -1,7 +1,7 @@
-"""The probe of issue 29 (scripts/probe.py) at its smallest size, on SQLite and the test run's
+"""The probe of issue 29 (scripts/probe/) at its smallest size, on SQLite and the test run's
 PostgreSQL server: every probe must hold.
 
-Larger: `.venv/bin/python scripts/probe.py --trials 20 --size 500` (see its docstring); the tally
+Larger: `.venv/bin/python -m scripts.probe --trials 20 --size 500` (see its docstring); the tally
 of a default run is in docs/reliability.md ("The probe").
 """
 
@@ -11,20 +11,19 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "probe.py"
+from .conftest import REPO
 
 
 @pytest.mark.slow
 def test_every_probe_holds_at_the_smallest_size(tmp_path, postgres, model_dir):
     out = tmp_path / "probe.json"
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--trials", "1", "--size", "40", "--pg-url", postgres.admin_url,
+        [sys.executable, "-m", "scripts.probe", "--trials", "1", "--size", "40", "--pg-url", postgres.admin_url,
          "--model-dir", str(model_dir), "--json", str(out), "--workdir", str(tmp_path / "work")],
-        capture_output=True, text=True, timeout=1800, env={**os.environ, "MEMSTORE_TEST_MODEL_DIR": str(model_dir)},
+        capture_output=True, text=True, timeout=1800, env={**os.environ, "MEMSTORE_TEST_MODEL_DIR": str(model_dir)}, cwd=REPO,
     )  # fmt: skip
     document = json.loads(out.read_text())
     not_held = [p for p in document["probes"] if p["held"] != p["times"]]

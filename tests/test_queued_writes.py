@@ -209,7 +209,7 @@ def test_the_ttl_sweeper_carries_on_after_its_connection_is_killed(pg_url, caplo
 
 
 def test_a_vector_written_while_its_memory_is_being_archived_stays_out_of_the_pgvector_index(pg_url, model_dir):
-    """The race scripts/probe.py found: `embeddings sync` (inside `maintain`) writes the vector of a
+    """The race the probe (scripts/probe) found: `embeddings sync` (inside `maintain`) writes the vector of a
     memory that a concurrent transaction (a LangGraph put's update) is archiving. Read without a
     lock, the memory still looks live, so its vector entered the index after the archiving
     transaction had taken it out: `check` then found index drift."""

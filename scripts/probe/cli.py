@@ -1,30 +1,5 @@
-#!/usr/bin/env python
-"""memstore probed as an attacker and a loaded system would probe it (issue 29), at a small size.
-
-    .venv/bin/python scripts/probe.py                        # SQLite and a throwaway PostgreSQL, 3 trials
-    .venv/bin/python scripts/probe.py --trials 20 --size 500 # larger
-    .venv/bin/python scripts/probe.py --pg-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres --json probe.json
-    .venv/bin/python scripts/probe.py --only tokens rebinding --no-pg
-
-Everything goes through the real `memstore` command in subprocesses, the MCP SDK's client and raw
-HTTP (httpx2), and the real LangGraph store: no mocks. Each probe is tried several times (killed and
-concurrent runs: --trials; a bad input: once per variant) and checks what must hold:
-
-- nothing lost: every write a client was told succeeded is live, or archived by a run;
-- nothing corrupted: `memstore check` (PRAGMA integrity_check among its checks) finds nothing, and
-  the command that was killed runs again to its end;
-- a bad input is refused with one line naming file, line and field, exit 1 (or click's usage error
-  for an option), nothing written, no traceback; or it is taken and reads back exactly;
-- a request without the token, or from a DNS-rebinding page, is refused (401, 421, 403);
-- a server scoped to one namespace tells nothing about the others; no password in any output;
-- `export -o` and `backup --force` leave a FIFO or a device node the node it was.
-
-It prints a table (kind of probe | what was tried | times | held | not held), then what did not
-hold, and exits 1 if anything did not hold. PostgreSQL: the server of --pg-url (an admin URL:
-databases are created and dropped there), else a throwaway one started as tests/pgserver.py does,
-else skipped with the reason printed. The modules: probe_runs.py (killed and concurrent runs),
-probe_http.py (the MCP server over HTTP), probe_inputs.py (bad inputs), probe_common.py.
-"""
+"""The probe's table of probes and its command line: which probes on which backends, running them
+(the backends side by side), the table and the JSON (see the package's docstring)."""
 
 from __future__ import annotations
 
@@ -43,11 +18,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import probe_http as http  # noqa: E402
-import probe_inputs as inputs  # noqa: E402
-import probe_runs as runs  # noqa: E402
-from probe_common import ROOT, Backend, Tally  # noqa: E402
+import scripts.probe
+from scripts import REPO
+
+from . import inputs, runs
+from . import listeners as http
+from .common import Backend, Tally
 
 KILLED, CONCURRENT, DISK, BAD = "killed run", "concurrent runs", "full disk", "bad input"
 
@@ -176,15 +152,14 @@ def format_table(tallies: list[Tally]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "_putter":
-        return runs.child_putter(argv[1:])
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m scripts.probe", description=scripts.probe.__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--trials", type=int, default=3, help="times each killed or concurrent run is tried (default: %(default)s)")
     parser.add_argument("--size", type=int, default=60, help="memories in the prepared stores (default: %(default)s)")
     parser.add_argument("--only", nargs="+", choices=list(PROBES), metavar="NAME", help=f"only these probes: {', '.join(PROBES)}")
     parser.add_argument("--pg-url", help="an admin URL of a PostgreSQL server with pgvector (default: start a throwaway one)")
     parser.add_argument("--no-pg", action="store_true", help="SQLite only")
-    default_model = os.environ.get("MEMSTORE_TEST_MODEL_DIR") or str(ROOT / ".model-cache" / "minilm")
+    default_model = os.environ.get("MEMSTORE_TEST_MODEL_DIR") or str(REPO / ".model-cache" / "minilm")
     parser.add_argument("--model-dir", default=default_model, help="the embedding model (default: %(default)s)")
     parser.add_argument("--json", help="write the figures here as JSON")
     parser.add_argument("--workdir", help="keep the stores and logs here (default: a temp dir, removed)")
@@ -194,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     model_dir = Path(args.model_dir) if Path(args.model_dir, "model.onnx").exists() else None
     if model_dir is None:
         print(f"skipped: vectors ({args.model_dir} holds no model): sync, import with vectors and odd vectors")
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="memstore-probe-"))
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="memstore-probe-")).resolve()  # absolute: children run from the root
     work.mkdir(parents=True, exist_ok=True)
     names = args.only or list(PROBES)
     started, began = datetime.now(timezone.utc), time.monotonic()
@@ -222,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     for t in tallies:
         for problem in t.problems if t.held < t.times else []:
             print(f"NOT HELD  {t.kind}: {t.what} ({t.backend}) {problem}")
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"\n{'ALL HELD' if held else 'NOT ALL HELD'}: {sum(t.times for t in tallies)} tries in {seconds:.0f} s "
           f"(--trials {args.trials} --size {args.size}, commit {commit or '?'}, Python {platform.python_version()})")  # fmt: skip
     if args.json:
@@ -232,6 +207,3 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return 0 if held else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""The probe's bad inputs given to the CLI and the LangGraph store (scripts/probe.py runs them; see
+"""The probe's bad inputs given to the CLI and the LangGraph store (the probe runs them; see
 its docstring): odd vectors in an import, meta nested 100,000 deep, 64-bit time extremes, odd
 namespaces, a URL with a password, a lifetime in other scripts' digits, and `export -o` or
 `backup --force` into a FIFO, a device node and a symlink.
@@ -18,7 +18,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from probe_common import Backend, Tally, check_clean, cli, free_port, mcp_exchange, one_line_error, tail, write_jsonl
+from .common import Backend, Tally, check_clean, cli, free_port, mcp_exchange, one_line_error, tail, write_jsonl
 
 PASSWORD = "Pr0beS3cretPw"
 INT64 = 2**63

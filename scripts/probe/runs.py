@@ -1,4 +1,4 @@
-"""The probe's killed and concurrent runs (scripts/probe.py runs them; see its docstring).
+"""The probe's killed and concurrent runs (the probe runs them; see the package's docstring).
 
 A killed run is the real command started on a copy of a prepared store and SIGKILLed at an instant
 spread over its duration (measured first); then the store must hold every memory it held, pass
@@ -19,8 +19,12 @@ import time
 from functools import cached_property
 from pathlib import Path
 
-import torture
-from probe_common import (Backend, Tally, check_clean, clean_dir, cli, free_port, kill_at, kill_delays, ok_run, records,
+from scripts import REPO, module_command
+from scripts.torture.children import analyse_writer_logs, read_jsonl, spawn_writer
+from scripts.torture.common import wait_for, wait_for_file
+from scripts.torture.disk_full import scenario_disk_full
+
+from .common import (Backend, Tally, check_clean, clean_dir, cli, free_port, kill_at, kill_delays, ok_run, records,
                           start, stop, tail, wait_for_port, write_jsonl)  # fmt: skip
 
 TOKEN = "probe-token-4f9a2c"
@@ -235,9 +239,9 @@ def probe_writers_beside_maintain(tally: Tally, bases: Bases, trials: int, write
     for i in range(trials):
         work = clean_dir(bases.work / f"writers-{backend.name}-{i}")
         location = backend.clone(bases.synced, f"writers-{i}")
-        spawned = [torture._spawn_writer(work, location, str(w), 100 * i + w, interval=0.05, seconds=seconds,
-                                         fact_count=bases.size, explicit_ids=False) for w in range(writers)]  # fmt: skip
-        torture._wait_for([Path(f"{log}.ready") for _, log in spawned], 120, [p for p, _ in spawned])
+        spawned = [spawn_writer(work, location, str(w), 100 * i + w, interval=0.05, seconds=seconds,
+                                fact_count=bases.size, explicit_ids=False) for w in range(writers)]  # fmt: skip
+        wait_for([Path(f"{log}.ready") for _, log in spawned], 120, [p for p, _ in spawned])
         outcomes: list[str | None] = []
         writing = threading.Event()
         loop = _maintain_loop(work, location, writing, outcomes, max(1, bases.size // 5))
@@ -245,7 +249,7 @@ def probe_writers_beside_maintain(tally: Tally, bases: Bases, trials: int, write
         codes = [process.wait(timeout=seconds + 300) for process, _ in spawned]
         writing.set()
         loop.join(timeout=600)
-        found = torture.analyse_writer_logs([log for _, log in spawned])
+        found = analyse_writer_logs([log for _, log in spawned])
         _note(tally, acknowledged=len(found["acked"]), maintain_runs=len(outcomes))
         live, archived = backend.ids(location)
         lost = [i for i in found["acked"] if i not in live | archived]
@@ -317,7 +321,7 @@ def probe_http_clients_beside_maintain(tally: Tally, bases: Bases, trials: int, 
 def child_putter(argv: list[str]) -> int:
     """(Child process.) LangGraph puts with a TTL from several threads, this process's TTL sweeper
     running; each put logged with the moment it returned, one os.write per line."""
-    parser = argparse.ArgumentParser(prog="probe.py _putter")
+    parser = argparse.ArgumentParser(prog="python -m scripts.probe _putter")
     for name in ("--db", "--log", "--label", "--go"):
         parser.add_argument(name, required=True)
     parser.add_argument("--threads", type=int, default=3)
@@ -334,7 +338,7 @@ def child_putter(argv: list[str]) -> int:
     fd = os.open(args.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     emit = lambda entry: os.write(fd, (json.dumps(entry) + "\n").encode())  # noqa: E731
     Path(args.log + ".ready").touch()
-    torture._wait_for_file(Path(args.go))
+    wait_for_file(Path(args.go))
     end = time.monotonic() + args.seconds
 
     def put(t: int) -> None:
@@ -368,11 +372,11 @@ def probe_langgraph_ttl(tally: Tally, bases: Bases, trials: int, processes: int 
         work = clean_dir(bases.work / f"langgraph-{backend.name}-{i}")
         location = backend.clone(bases.synced, f"langgraph-{i}")
         logs = [work / f"putter-{p}.jsonl" for p in range(processes)]
-        children = [subprocess.Popen([torture.PYTHON, str(Path(__file__).with_name("probe.py")), "_putter", "--db", location,
-                                      "--log", str(log), "--label", f"p{p}", "--go", str(work / "go"), "--seconds", str(seconds)],
-                                     stderr=open(work / f"putter-{p}.stderr", "wb"), stdout=subprocess.DEVNULL)
+        children = [subprocess.Popen(module_command("scripts.probe", "_putter", "--db", location, "--log", str(log), "--label", f"p{p}",
+                                                    "--go", str(work / "go"), "--seconds", str(seconds)),
+                                     cwd=REPO, stderr=open(work / f"putter-{p}.stderr", "wb"), stdout=subprocess.DEVNULL)
                     for p, log in enumerate(logs)]  # fmt: skip
-        torture._wait_for([Path(f"{log}.ready") for log in logs], 120, children)
+        wait_for([Path(f"{log}.ready") for log in logs], 120, children)
         outcomes: list[str | None] = []
         putting = threading.Event()
         loop = _maintain_loop(work, location, putting, outcomes, max(1, bases.size // 5))
@@ -380,7 +384,7 @@ def probe_langgraph_ttl(tally: Tally, bases: Bases, trials: int, processes: int 
         codes = [child.wait(timeout=seconds + 300) for child in children]
         putting.set()
         loop.join(timeout=600)
-        entries = [entry for log in logs for entry in torture.read_jsonl(log)]
+        entries = [entry for log in logs for entry in read_jsonl(log)]
         stored: dict[tuple[str, str, str], int | None] = {}
         for table in ("memories", "memory_archive"):
             for ns, key, meta, expires in backend.rows(location, f"SELECT namespace, fact_key, meta, expires_at FROM {table} WHERE namespace LIKE 'probe.%'"):
@@ -402,9 +406,9 @@ def probe_langgraph_ttl(tally: Tally, bases: Bases, trials: int, processes: int 
 
 
 def probe_full_disk(tally: Tally, bases: Bases, trials: int) -> None:
-    """torture.py's disk-full scenario: the job on a disk that fills halfway (a small tmpfs when this
+    """The torture suite's disk-full scenario: the job on a disk that fills halfway (a small tmpfs when this
     user may mount one, else SQLite's max_page_count), exit 1 with one line, the store unchanged."""
     for i in range(trials):
-        result = torture.scenario_disk_full(bases.work / f"disk-full-{i}", memories=max(2_000, bases.size * 10), seed=5 + i)
+        result = scenario_disk_full(bases.work / f"disk-full-{i}", memories=max(2_000, bases.size * 10), seed=5 + i)
         tally.what = f"the job on a disk that fills up halfway ({result['method']})"
         tally.trial(None if result["passed"] else f"{result['error_line'] or result['exit_code']}; unchanged {result['store_unchanged']}")

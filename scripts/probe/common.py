@@ -1,5 +1,5 @@
 """What the probe's modules share: the tally of a probe, the stores it runs on, the real CLI, and
-looking at a store from outside. See scripts/probe.py for the probe itself.
+looking at a store from outside. See the package's docstring for the probe itself.
 """
 
 from __future__ import annotations
@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(HERE), str(ROOT)]
-import torture  # noqa: E402  (its store builders, copies and SQLite readers)
+from scripts.data import spelled_records
+from scripts.stores import connect, copy_store
+from scripts.torture.common import memstore_cli
 
 PYTHON = sys.executable
-CLI = torture._memstore_cli()
+CLI = memstore_cli()
 
 
 @dataclass
@@ -100,8 +99,7 @@ class Backend:
         """A copy of a store that no process is using."""
         n = next(self._numbers)
         if not self.is_pg:
-            torture.finalize_file(Path(source))  # fold the WAL in: the file alone is the store
-            return str(torture.copy_store(Path(source), self.work / f"{label}-{n}.db"))
+            return str(copy_store(Path(source), self.work / f"{label}-{n}.db"))  # the WAL folded in first
         self.forget_engine(source)
         name, template = f"probe_{os.getpid()}_{n}", source.rsplit("/", 1)[1]
         self._admin(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{template}' AND pid <> pg_backend_pid()")
@@ -123,7 +121,7 @@ class Backend:
     def rows(self, location: str, sql: str) -> list[tuple]:
         """Rows of a query, read outside memstore (plain sqlite3 / SQLAlchemy without a pool)."""
         if not self.is_pg:
-            conn = torture._connect(Path(location))
+            conn = connect(Path(location))
             try:
                 return [tuple(row) for row in conn.execute(sql)]
             finally:
@@ -283,7 +281,7 @@ def stop(process: subprocess.Popen) -> None:
 
 def records(n: int, seed: int, namespaces: tuple[str, ...] = ("default", "agent-b")) -> list[dict]:
     """`n` memories in torture's style (facts in many spellings, a year of timestamps), as JSON records."""
-    rows = torture.make_records(n, random.Random(seed), max(1, n // 2), namespaces, "m")
+    rows = spelled_records(n, random.Random(seed), max(1, n // 2), namespaces, "m")
     return [{k: v for k, v in row.items() if v is not None} for row in rows]
 
 

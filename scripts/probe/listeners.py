@@ -1,4 +1,4 @@
-"""The probe's attacks on `memstore mcp` (scripts/probe.py runs them; see its docstring): the bearer
+"""The probe's attacks on `memstore mcp` (the probe runs them; see its docstring): the bearer
 token, DNS rebinding against every loopback spelling, raw JSON-RPC garbage and a 50 MB body, and
 what a server scoped to one namespace tells about the others.
 """
@@ -11,7 +11,7 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
-from probe_common import CLI, Backend, Tally, check_clean, cli, env, free_port, mcp_exchange, start, stop, tail, wait_for_port
+from .common import CLI, Backend, Tally, check_clean, cli, env, free_port, mcp_exchange, start, stop, tail, wait_for_port
 
 TOKEN = "probe-token-4f9a2c"
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
