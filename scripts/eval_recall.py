@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Recall@1/5/10 of memstore's recall modes and of plain baselines, on the two labelled sets in
 tests/data/, with the real model.
 
-    .venv/bin/python scripts/eval_recall.py [--model DIR] [--half test|tune] [--tune] [--json]
+    .venv/bin/python -m scripts.eval_recall [--model DIR] [--half test|tune] [--tune] [--json]
 
 The sets, each split into a tuning half and a test half (the `split` field of every question):
 
@@ -22,7 +21,7 @@ statistics, outside memstore); plain RRF (k = 60) of that BM25 and the vector ra
 
 The figures printed by default are the test half's; `--half tune` prints the tuning half (what the
 defaults were chosen on, not a result); `--tune` prints the sweep of `LEXICAL_WEIGHT` on the tuning
-halves and the rule that chose it. The tests import this file (tests/test_eval_recall.py), so the
+halves and the rule that chose it. The tests import this module (tests/test_eval_recall.py), so the
 figures they assert are the figures printed here. The model: --model DIR, else
 $MEMSTORE_TEST_MODEL_DIR, else .model-cache/minilm (built by scripts/offline-model when missing).
 """
@@ -39,18 +38,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
-
-from semantic_eval import load_jsonl, resolve_model_dir  # noqa: E402
-
-from memstore import MemoryStore  # noqa: E402
-from memstore.db import read_transaction  # noqa: E402
-from memstore.recall import fusion_depth  # noqa: E402
-from memstore.semantic.fusion import LEXICAL_WEIGHT, fuse, reciprocal_rank_fusion  # noqa: E402
-from memstore.words import tokens  # noqa: E402
+from memstore import MemoryStore
+from memstore.db import read_transaction
+from memstore.recall import fusion_depth
+from memstore.semantic.fusion import LEXICAL_WEIGHT, fuse, reciprocal_rank_fusion
+from memstore.words import tokens
+from scripts import REPO
+from scripts.semantic_eval import load_jsonl, resolve_model_dir
 
 DATA = REPO / "tests" / "data"
 KS = (1, 5, 10)
@@ -254,7 +248,7 @@ def print_text(report: dict[str, Any], half: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m scripts.eval_recall", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=None, help="local model directory (default: .model-cache/minilm)")
     parser.add_argument("--half", choices=["test", "tune"], default="test", help="which half's figures to print")
     parser.add_argument("--tune", action="store_true", help="also print the LEXICAL_WEIGHT sweep on the tuning halves")

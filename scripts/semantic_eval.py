@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Measure memstore's pair classifier with the real model, on tests/data/semantic_pairs.jsonl.
 
-    .venv/bin/python scripts/semantic_eval.py [--model DIR] [--json] [--tune] [--misses] [--half test|tune|all]
+    .venv/bin/python -m scripts.semantic_eval [--model DIR] [--json] [--tune] [--misses] [--half test|tune|all]
 
 memstore's classifier next to the plain rule (merge at cosine >= 0.90, flag a possible
 contradiction at 0.65 <= cosine < 0.90, as the specification's maintenance cycle does):
@@ -15,7 +14,7 @@ Recall is measured by scripts/eval_recall.py.
 
 The model: --model DIR, else $MEMSTORE_TEST_MODEL_DIR, else .model-cache/minilm in the repo, built
 by scripts/offline-model when missing. Nothing is downloaded from a model hub. The tests import this
-file (tests/test_semantic_classify.py), so the figures they assert are the figures printed here.
+module (tests/test_semantic_classify.py), so the figures they assert are the figures printed here.
 """
 
 from __future__ import annotations
@@ -29,11 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from memstore.semantic import pairs as classifier  # noqa: E402
+from memstore.semantic import pairs as classifier
+from scripts import REPO
 
 DATA = REPO / "tests" / "data"
 PAIRS_FILE = DATA / "semantic_pairs.jsonl"
@@ -269,7 +265,7 @@ def evaluate(model_dir: Path, *, tune: bool = False, half: str = "test") -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m scripts.semantic_eval", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="a local model directory (default: $MEMSTORE_TEST_MODEL_DIR or .model-cache/minilm)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--tune", action="store_true", help="also print how the defaults were chosen")

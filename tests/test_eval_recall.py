@@ -4,7 +4,6 @@ figures are the script's own (it is imported), computed once per test run."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
 
@@ -17,10 +16,9 @@ DATA = REPO / "tests" / "data"
 
 @pytest.fixture(scope="session")
 def evaluation(model_dir):
-    spec = importlib.util.spec_from_file_location("eval_recall", REPO / "scripts" / "eval_recall.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.evaluate(model_dir)
+    from scripts import eval_recall
+
+    return eval_recall.evaluate(model_dir)
 
 
 def load(path):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import doctest
 import importlib
-import importlib.util
 import os
 import socket
 import struct
@@ -439,10 +438,9 @@ def test_a_missing_extra_says_what_to_install(model_dir, monkeypatch):
 @pytest.fixture(scope="session")
 def evaluation(model_dir):
     """scripts/semantic_eval.py's report, computed once: the tests assert what the script prints."""
-    spec = importlib.util.spec_from_file_location("semantic_eval", REPO / "scripts" / "semantic_eval.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.evaluate(model_dir)
+    from scripts import semantic_eval
+
+    return semantic_eval.evaluate(model_dir)
 
 
 def test_the_labelled_set_is_big_and_varied_enough():
