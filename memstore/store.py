@@ -11,7 +11,7 @@ import os
 from contextlib import contextmanager
 from functools import cached_property
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from .db import BUSY_TIMEOUT_MS, BackgroundCheckpoints, default_location, is_sqlite, make_engine, read_transaction, shown_location, sqlite_file_missing, write_transaction
 from .defaults import CHECK_K, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, RECALL_K, STALE_THRESHOLD
@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from .runs import ConsolidationReport
 
 
+T = TypeVar("T")
+
+
 class MemoryStore:
     """A memory store in a SQLite file (a path) or any SQLAlchemy URL; opening it migrates it to head.
 
@@ -49,10 +52,8 @@ class MemoryStore:
         self, path_or_url: str | os.PathLike[str] | None = None, *, create: bool = True,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     ) -> None:
-        """Open the store; with `create=False` a SQLite file that does not exist yet is an error.
-
-        `busy_timeout_ms` is how long a SQLite write waits for another writer's lock.
-        """
+        """Open the store (`create=False`: a SQLite file that does not exist yet is an error);
+        `busy_timeout_ms` is how long a SQLite write waits for another writer's lock."""
         self.location = os.fspath(path_or_url) if path_or_url is not None else default_location()
         missing = sqlite_file_missing(self.location)
         if missing and not create:
@@ -93,6 +94,14 @@ class MemoryStore:
         with (write_transaction if write else read_transaction)(self.engine) as conn:
             yield conn, now_ms()
 
+    def _read(self, work: Callable[[Connection, int], T]) -> T:
+        with self._snapshot() as (conn, now):
+            return work(conn, now)
+
+    def _write(self, work: Callable[[Connection, int], T]) -> T:
+        with self._snapshot(write=True) as (conn, now):
+            return work(conn, now)
+
     def close(self) -> None:
         self.checkpoints.wait()
         self.engine.dispose()
@@ -120,18 +129,16 @@ class MemoryStore:
         meta: Mapping[str, Any] | None = None, timestamp: int | None = None, ttl: float | None = None,
         expires_at: int | None = None,
     ) -> dict[str, Any]:
-        """Store one memory as `add` does and say what happened, for an agent's tool call:
-        ``{"id", "norm_key", "status", "same_key_ids"}``, status ``created`` or ``unchanged`` (a
-        retried call); `same_key_ids`, the other live memories of the namespace with the same
-        normalised key, which the next consolidation run will merge with this one."""
+        """Store one memory as `add` does and say what happened, for an agent's tool call: {"id", "norm_key",
+        "status": "created" or "unchanged" (a retry), "same_key_ids": the other live memories of the
+        namespace with its key, which the next consolidation run merges with it}."""
         row, added, same_key = self._write_one(one_memory(text, id, namespace, timestamp, importance, pinned, fact_key, meta, ttl, expires_at), True)
         return {"id": row["id"], "norm_key": row["norm_key"], "status": "created" if added else "unchanged", "same_key_ids": same_key}
 
     def _write_one(self, prepared: PreparedRow, with_same_key: bool = False) -> tuple[dict[str, Any], bool, list[str]]:
         """Write one row: the stored row (columns in table order, written now or found stored by a
         retry), whether it was written now, and (if asked) the other live ids of its key."""
-        with write_transaction(self.engine) as conn:
-            now = now_ms()  # once the transaction holds the store (SQLite: the write lock)
+        with self._snapshot(write=True) as (conn, now):  # now: once the transaction holds the store
             result, stored = add_in_transaction(conn, [prepared], now, skip_invalid=False)
             same_key = same_key_ids(conn, prepared.row, now) if with_same_key else []
         row = stored[prepared.row["id"]]
@@ -141,12 +148,7 @@ class MemoryStore:
         """Store many memories in one transaction; every record is validated before anything is written."""
         now = now_ms()
         prepared = [prepare_row(record, f"record {index}", now) for index, record in enumerate(records)]
-        with write_transaction(self.engine) as conn:
-            return add_in_transaction(conn, prepared, now_ms(), skip_invalid=False)[0]
-
-    def import_file(self, source: IO[bytes] | IO[str], name: str, namespace: str | None = None, **options: Any) -> ImportReport:
-        """Import memstore's own JSON array or JSONL stream, named `name` in errors: `import_from("memstore", ...)`."""
-        return self.import_from("memstore", source, namespace, name=name, **options)
+        return self._write(lambda conn, now: add_in_transaction(conn, prepared, now, skip_invalid=False)[0])
 
     def import_from(
         self, source_format: str, source: str | os.PathLike[str] | IO[bytes] | IO[str], namespace: str | None = None, *,
@@ -156,23 +158,19 @@ class MemoryStore:
         and checked, then one transaction (rolled back if `dry_run`); `progress(done, total)` while checking."""
         from .importers.apply import import_source
 
-        return import_source(
-            self.engine, source_format, source, namespace, name=name, skip_invalid=skip_invalid, dry_run=dry_run,
-            progress=progress, store_model=lambda: self.embeddings.shape(),
-        )
+        options = {"name": name, "skip_invalid": skip_invalid, "dry_run": dry_run, "progress": progress}
+        return import_source(self.engine, source_format, source, namespace, store_model=lambda: self.embeddings.shape(), **options)
 
     # -- reads --------------------------------------------------------------------------------
 
     def get(self, id: str, *, namespace: str | None = None) -> dict[str, Any]:
         """The memory with this id, live (expired or not) or archived (with `archived_at`, `reason`,
         ...); with `namespace`, one of another namespace is not found, exactly as an unknown id."""
-        with read_transaction(self.engine) as conn:
-            return get_row(conn, id, namespace)
+        return self._read(lambda conn, now: get_row(conn, id, namespace))
 
     def find_fact(self, namespace: str, fact_key: str) -> dict[str, Any] | None:
         """The live memory of `namespace` holding `fact_key` (the newest, then smallest id, if several)."""
-        with read_transaction(self.engine) as conn:
-            return find_fact(conn, namespace, fact_key, now_ms())
+        return self._read(lambda conn, now: find_fact(conn, namespace, fact_key, now))
 
     def history(self, id: str, *, namespace: str | None = None) -> list[dict[str, Any]]:
         """Every version of a memory, oldest to newest: the ones it replaced and the ones that
@@ -180,8 +178,7 @@ class MemoryStore:
         `state` ("live" or "archived") and `archived_at`, `reason`, `superseded_by`, `run_id`."""
         from .lifecycle import history_rows
 
-        with read_transaction(self.engine) as conn:
-            return history_rows(conn, id, namespace, now_ms())
+        return self._read(lambda conn, now: history_rows(conn, id, namespace, now))
 
     def list(
         self, namespace: str | None = DEFAULT_NAMESPACE, *, archived: bool = False, limit: int | None = None, as_of: int | None = None
@@ -191,8 +188,7 @@ class MemoryStore:
         limit = require_limit(limit, "list")
         if as_of is None:
             return list(self.iter_rows(namespace, archived=archived, limit=limit))
-        with read_transaction(self.engine) as conn:
-            return rows_at(conn, namespace, require_moment(as_of, "list"), limit=limit, archived=archived)
+        return self._read(lambda conn, now: rows_at(conn, namespace, require_moment(as_of, "list"), limit=limit, archived=archived))
 
     def iter_rows(
         self, namespace: str | None = None, *, archived: bool = False, limit: int | None = None, namespace_prefix: str | None = None
@@ -208,30 +204,26 @@ class MemoryStore:
     ) -> int:
         """Write the memories of one namespace (None: all) as JSON Lines to `stream`: live in rank
         order (the expired ones not yet archived too), or archived by archive time; with
-        `with_vectors` each with its `embedding`, which `import_file` stores. Returns how many."""
+        `with_vectors` each with its `embedding`, which `import_from` stores. Returns how many."""
         with read_transaction(self.engine) as conn:
             rows = iter_rows(conn, namespace, now_ms(), archived=archived, with_expired=True)
             return write_jsonl(add_vectors(conn, rows) if with_vectors else rows, stream)
 
     def count(self, namespace: str | None = None, *, archived: bool = False) -> int:
-        with read_transaction(self.engine) as conn:
-            return count_rows(conn, namespace, now_ms(), archived=archived)
+        return self._read(lambda conn, now: count_rows(conn, namespace, now, archived=archived))
 
     def runs(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Runs, newest first, each with `did`: what it changed, the counts that are not zero."""
         limit = require_limit(limit, "runs")
-        with read_transaction(self.engine) as conn:
-            return run_rows(conn, limit)
+        return self._read(lambda conn, now: run_rows(conn, limit))
 
     def run(self, run_id: int) -> dict[str, Any]:
         """One run whole: its row (with `did`), what it archived (`archived`: id, namespace, reason,
         superseded_by, similarity), the flags it raised (`flags_raised`) and settled (`flags_settled`)."""
-        with read_transaction(self.engine) as conn:
-            return run_whole(conn, run_id)
+        return self._read(lambda conn, now: run_whole(conn, run_id))
 
     def namespaces(self) -> list[str]:
-        with read_transaction(self.engine) as conn:
-            return namespace_names(conn, now_ms())
+        return self._read(lambda conn, now: namespace_names(conn, now))
 
     # -- recall ------------------------------------------------------------------------------
 
@@ -239,11 +231,10 @@ class MemoryStore:
         self, query: str, k: int = RECALL_K, namespace: str = DEFAULT_NAMESPACE, *, touch: bool = True,
         mode: str | None = None, as_of: int | None = None,
     ) -> list[dict[str, Any]]:
-        """The k live memories that best match `query`, best first; each gets recall_count + 1 unless
-        touch=False. Each row carries `score` and `found_by`, the rankings that found it. `mode`:
-        "lexical" (full-text), "semantic" (vectors) or "hybrid" (both, fused); by default hybrid when
-        the store has vectors, else lexical. `as_of` (Unix ms): among the memories live at that
-        moment instead (memstore.recall.as_of); nothing is touched."""
+        """The k live memories that best match `query`, best first, each with `score` and `found_by` (the
+        rankings that found it) and recall_count + 1 unless touch=False. `mode`: "lexical", "semantic" or
+        "hybrid" (default: hybrid when the store has vectors, else lexical). `as_of` (Unix ms): among the
+        memories live at that moment instead (memstore.recall.as_of), touching nothing."""
         at = None if as_of is None else require_moment(as_of, "recall")
         return self.recaller.recall(query, k, namespace, touch=touch, mode=mode, at=at)
 
@@ -257,16 +248,14 @@ class MemoryStore:
         from .recall_checks import run_checks
 
         ranking = self.recaller.for_checks([check["query"] for check in checks], mode)
-        with read_transaction(self.engine) as conn:
-            return run_checks(conn, checks, k, ranking.at(now_ms()))
+        return self._read(lambda conn, now: run_checks(conn, checks, k, ranking.at(now)))
 
     def report(self, namespace: str | None = DEFAULT_NAMESPACE, *, now: int | None = None, near_threshold: float | None = None) -> dict[str, Any]:
         """The hygiene inventory of the live set (see memstore.hygiene for every definition), ages counted
         to `now`, and the open contradiction flags; `near_threshold` defaults to NEAR_DUPLICATE_THRESHOLD."""
         from .inventory import inventory
 
-        with read_transaction(self.engine) as conn:
-            return inventory(conn, namespace, now_ms(), near_threshold or NEAR_DUPLICATE_THRESHOLD, ages_at=now)
+        return self._read(lambda conn, read_at: inventory(conn, namespace, read_at, near_threshold or NEAR_DUPLICATE_THRESHOLD, ages_at=now))
 
     # -- the jobs -----------------------------------------------------------------------------
 
@@ -329,17 +318,13 @@ class MemoryStore:
         ends after now, so no past moment's answer changes (LangGraph's refresh on read); how many."""
         from .lifecycle import extend_lifetimes
 
-        with write_transaction(self.engine) as conn:
-            return extend_lifetimes(conn, ends, namespace, now_ms())
-
-    # -- memories by key (LangGraph's store: memstore.keyed) ------------------------------------
+        return self._write(lambda conn, now: extend_lifetimes(conn, ends, namespace, now))
 
     def get_item(self, namespace: str, key: str) -> dict[str, Any] | None:
         """The live memory answering to `key` in `namespace` (its fact_key, else its id), or None."""
         from .keyed import find_item
 
-        with read_transaction(self.engine) as conn:
-            return find_item(conn, namespace, key, now_ms())
+        return self._read(lambda conn, now: find_item(conn, namespace, key, now))
 
     def put_items(self, puts: Sequence[tuple[str, str, dict[str, Any] | None, float | None]]) -> None:
         """LangGraph's puts (namespace, key, value or None to delete, TTL minutes or None), in order, in one
@@ -354,16 +339,14 @@ class MemoryStore:
         """Start again the lifetimes of items read with a TTL (LangGraph's refresh on read); how many."""
         from .keyed import refresh_in_transaction
 
-        with write_transaction(self.engine) as conn:
-            return refresh_in_transaction(conn, rows, now_ms())
+        return self._write(lambda conn, now: refresh_in_transaction(conn, rows, now))
 
     def restore(self, run_id: int, *, dry_run: bool = False) -> RestoreReport:
         """Undo a run: its archived rows go back to the live set, whole, and the flags it settled
         open again; a dry run says what would come back and writes nothing."""
         from .restore import restore_in_transaction
 
-        with write_transaction(self.engine) as conn:
-            return restore_in_transaction(conn, run_id, now_ms(), dry_run=dry_run)
+        return self._write(lambda conn, now: restore_in_transaction(conn, run_id, now, dry_run=dry_run))
 
     def maintain(
         self, phases: Sequence[str] | None = None, *, namespace: str | None = DEFAULT_NAMESPACE,
@@ -400,37 +383,31 @@ class MemoryStore:
     # -- contradiction flags ---------------------------------------------------------------------
 
     def flags(self, namespace: str | None = DEFAULT_NAMESPACE, *, status: str = "open") -> list[dict[str, Any]]:
-        """Contradiction flags of one namespace (None: all) with `status` (open, resolved, dismissed or
-        all), newest first, with both texts; `newer_id` is probably the current fact, `verdict`,
-        `closed_at` and `closed_by_run` say how a closed flag was settled (memstore.semantic.flags)."""
+        """Contradiction flags of one namespace (None: all) with `status` (open, resolved, dismissed or all), newest
+        first, with both texts and `newer_id`, `verdict`, `closed_at`, `closed_by_run` (memstore.semantic.flags)."""
         from .semantic.flags import list_flags
 
-        with read_transaction(self.engine) as conn:
-            return list_flags(conn, namespace, status)
+        return self._read(lambda conn, now: list_flags(conn, namespace, status))
 
     def dismiss_flag(self, flag_id: int) -> dict[str, Any]:
-        """Dismiss an open flag (the pair is fine and is not flagged again), as a run that `restore`
-        undoes: {"flag_id", "run_id", "namespace"}."""
+        """Dismiss an open flag (the pair is fine: never flagged again), a run `restore` undoes: {"flag_id", "run_id", "namespace"}."""
         from .semantic.flags import dismiss
 
-        with write_transaction(self.engine) as conn:
-            return dismiss(conn, flag_id, now_ms())
+        return self._write(lambda conn, now: dismiss(conn, flag_id, now))
 
     # -- forget, update, supersede ---------------------------------------------------------------
 
     def forget(self, ids: Sequence[str], *, reason: str | None = None, namespace: str | None = None) -> LifecycleReport:
-        """Archive live memories as `forgotten`, in one run (`restore` brings them back); every id must
-        be live (and in `namespace`, when given), else nothing is written; `reason` goes in params."""
+        """Archive live memories as `forgotten`, in one run `restore` undoes; every id must be live (and in
+        `namespace`, when given), else nothing is written; `reason` goes in the run's params."""
         from .lifecycle import forget_in_transaction
 
-        with write_transaction(self.engine) as conn:
-            return forget_in_transaction(conn, [ids] if isinstance(ids, str) else list(ids), reason, namespace, now_ms())
+        return self._write(lambda conn, now: forget_in_transaction(conn, [ids] if isinstance(ids, str) else list(ids), reason, namespace, now))
 
     def update(
         self, id: str, *, text: str | None = None, importance: int | None = None, pinned: bool | None = None,
-        meta: Mapping[str, Any] | None = None, fact_key: str | None = None, timestamp: int | None = None,
-        namespace: str | None = None, new_id: str | None = None, ttl: float | None = None,
-        expires_at: int | None = None, no_expiry: bool = False,
+        meta: Mapping[str, Any] | None = None, fact_key: str | None = None, timestamp: int | None = None, namespace: str | None = None,
+        new_id: str | None = None, ttl: float | None = None, expires_at: int | None = None, no_expiry: bool = False,
     ) -> dict[str, Any]:
         """Correct a live memory: a new version (id `new_id` or a generated one; timestamp now unless
         given) carries every field not changed (the lifetime too, unless `ttl`, `expires_at` or
@@ -451,8 +428,7 @@ class MemoryStore:
         which of two conflicting facts is current. One run; `restore` undoes it."""
         from .lifecycle import supersede_in_transaction
 
-        with write_transaction(self.engine) as conn:
-            return supersede_in_transaction(conn, old, by, namespace, now_ms())
+        return self._write(lambda conn, now: supersede_in_transaction(conn, old, by, namespace, now))
 
     # -- the file ------------------------------------------------------------------------------
 

@@ -212,5 +212,5 @@ def test_an_export_with_vectors_leaves_it_out_and_imports_whole(embedded, kind, 
     assert "embedding" not in lines[BROKEN] and all("embedding" in row for key, row in lines.items() if key != BROKEN)
     with MemoryStore(tmp_path / "copy.db") as other:
         other.enable_embeddings(embedded.embedding_status()["source"])
-        other.import_file(io.StringIO(out.getvalue()), "export.jsonl")
+        other.import_from("memstore", io.StringIO(out.getvalue()), name="export.jsonl")
         assert other.embedding_status()["pending"] == 1

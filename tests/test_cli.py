@@ -342,7 +342,7 @@ def test_import_reports_progress_per_line(store, tmp_path):
     path.write_text("".join(json.dumps({"id": f"p{i}", "text": f"fact {i}"}) + "\n" for i in range(50)))
     seen = []
     with path.open("rb") as source:
-        store.import_file(source, str(path), progress=lambda line, total: seen.append((line, total)))
+        store.import_from("memstore", source, name=str(path), progress=lambda line, total: seen.append((line, total)))
     assert seen[0] == (1, 51) and seen[-1] == (50, 51) and len(seen) == 50
 
 

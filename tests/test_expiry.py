@@ -124,7 +124,7 @@ def test_export_keeps_expired_memories_not_yet_archived_and_import_brings_them_b
         stream = io.StringIO()
         assert store.export(stream, None) == 2
     with MemoryStore(tmp_path / "b.db") as copy:
-        copy.import_file(io.StringIO(stream.getvalue()), "move.jsonl")
+        copy.import_from("memstore", io.StringIO(stream.getvalue()), name="move.jsonl")
         assert [r["id"] for r in copy.list()] == ["stays"] and copy.get("gone")["expires_at"] is not None
 
 

@@ -78,7 +78,7 @@ def test_imports_runs_and_recalls_of_thousands_stay_under_a_low_sqlite_limit(tmp
     with store.engine.connect() as conn:
         assert conn.connection.dbapi_connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) == limit
     with exported.open("rb") as stream:
-        assert store.import_file(stream, exported.name).added == 3_000
+        assert store.import_from("memstore", stream, name=exported.name).added == 3_000
     assert len(store.recall("memory", k=2_500, namespace="ns0", mode="lexical")) == 2_500
     run = store.consolidate(capacity=500, namespace="ns0")
     assert run.evicted == 2_500

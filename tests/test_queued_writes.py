@@ -77,7 +77,7 @@ def _queued(lock: Callable[[], object], write: Callable[[], object]) -> int:
 WRITES = {
     "add": lambda store, lg: store.add("queued add", id="q1"),
     "remember": lambda store, lg: store.remember("queued remember", id="q1"),
-    "import": lambda store, lg: store.import_file(io.StringIO(json.dumps({"id": "q1", "text": "queued import"}) + "\n"), "in.jsonl"),
+    "import": lambda store, lg: store.import_from("memstore", io.StringIO(json.dumps({"id": "q1", "text": "queued import"}) + "\n"), name="in.jsonl"),
     "add_many": lambda store, lg: store.add_many([{"id": "q1", "text": "queued add_many"}]),
     "put": lambda store, lg: lg.put(NAMESPACE, "q1", {"text": "queued put"}),
 }

@@ -326,7 +326,7 @@ def test_a_sqlite_store_moves_to_postgresql_with_its_vectors_and_recall_agrees(s
     assert sqlite_store.export(exported, None, with_vectors=True) == len(memories)
     with MemoryStore(pg_url) as moved:
         moved.enable_embeddings(model_dir)
-        result = moved.import_file(io.StringIO(exported.getvalue()), "move.jsonl")
+        result = moved.import_from("memstore", io.StringIO(exported.getvalue()), name="move.jsonl")
         assert result.added == len(memories)
         status = moved.embedding_status()
         assert status["pending"] == 0 and status["search"] == "pgvector"
@@ -347,13 +347,13 @@ def test_imported_vectors_must_be_of_the_stores_model_and_width(sqlite_store, mo
     for bad, problem in ((wrong_model, "is from the model 'another-model'"), (wrong_width, "has 2 numbers, the store's model 384")):
         source = io.StringIO(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
         with pytest.raises(ValidationError, match=rf"bad.jsonl line 2: field 'embedding': {problem}"):
-            sqlite_store.import_file(source, "bad.jsonl")
+            sqlite_store.import_from("memstore", source, name="bad.jsonl")
         assert sqlite_store.count() == 0  # nothing of the import was written
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps({"id": "m4", "text": "w", "embedding": {"model": name, "vector": [0.0, 0.0]}}) + "\n")
     out = CliRunner().invoke(cli, ["--db", str(sqlite_store.location), "import", str(path)])
     assert out.exit_code == 1 and out.output.strip().endswith("line 1: field 'embedding': vector must be finite and not all zero")
-    sqlite_store.import_file(io.StringIO(json.dumps({**good, "embedding": {"model": name, "vector": [3.0] + [0.0] * 383}})), "ok.jsonl")
+    sqlite_store.import_from("memstore", io.StringIO(json.dumps({**good, "embedding": {"model": name, "vector": [3.0] + [0.0] * 383}})), name="ok.jsonl")
     with read_transaction(sqlite_store.engine) as conn:
         import struct
 
