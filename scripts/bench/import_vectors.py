@@ -7,7 +7,7 @@ vectors filed under the real model's name and width (``add_random_vectors``, as 
 scenarios fake them: embedding would take hours), is exported once, and the file is imported into
 a fresh SQLite store and into a fresh database on a throwaway PostgreSQL server with pgvector
 (tests/pgserver.py), each store's model enabled first.
-Prints seconds and records per second of each import (`MemoryStore.import_file`, as `memstore
+Prints seconds and records per second of each import (`MemoryStore.import_from("memstore", ...)`, as `memstore
 import` calls it), and checks that nothing is left pending.
 """
 
@@ -45,7 +45,7 @@ def time_import(location: str, exported: Path, model_dir: Path, size: int) -> No
         store.enable_embeddings(model_dir)
         start = time.perf_counter()
         with exported.open("rb") as stream:
-            added = store.import_file(stream, exported.name).added
+            added = store.import_from("memstore", stream, name=exported.name).added
         seconds = time.perf_counter() - start
         status = store.embedding_status()
     assert added == size and status["pending"] == 0, (added, status)
