@@ -62,7 +62,7 @@ def scoped_id(namespace: str, given: str) -> str:
 
 # The records below are NamedTuples, not frozen dataclasses: a dataclass compiles its methods when
 # its module is imported, which a per-turn `memstore add` pays for (about three times a NamedTuple's
-# cost, measured with scripts/startup_compare.py --instructions).
+# cost, measured with python -m scripts.bench.startup --instructions).
 
 
 class Embedding(NamedTuple):

@@ -34,6 +34,7 @@ import math
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -41,13 +42,44 @@ from typing import Any
 from memstore import MemoryStore
 from memstore.db import read_transaction
 from memstore.recall import fusion_depth
-from memstore.semantic.fusion import LEXICAL_WEIGHT, fuse, reciprocal_rank_fusion
+from memstore.recall.fusion import LEXICAL, LEXICAL_WEIGHT, SEMANTIC, Fused, fuse
 from memstore.words import tokens
 from scripts import REPO
 from scripts.semantic_eval import load_jsonl, resolve_model_dir
 
 DATA = REPO / "tests" / "data"
 KS = (1, 5, 10)
+
+
+# The constant of plain reciprocal rank fusion, as usually published.
+RRF_K = 60
+
+
+def _first_scores(ranking: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """id -> score, keeping the first (best) entry of an id listed twice."""
+    scores: dict[str, float] = {}
+    for memory_id, score in ranking:
+        scores.setdefault(memory_id, float(score))
+    return scores
+
+
+def reciprocal_rank_fusion(
+    lexical: Sequence[tuple[str, float]], semantic: Sequence[tuple[str, float]], k: int, *, rrf_k: int = RRF_K
+) -> list[Fused]:
+    """Plain RRF, score = sum of 1 / (rrf_k + rank) over the rankings: the baseline `fuse` is measured
+    against; recall never runs it (memstore.recall.fusion's docstring says why it is not the default)."""
+    if k <= 0:
+        return []
+    words = _first_scores(lexical)
+    cosines = _first_scores(semantic)
+    totals: dict[str, float] = {}
+    for ranking in (words, cosines):
+        for rank, memory_id in enumerate(ranking, start=1):
+            totals[memory_id] = totals.get(memory_id, 0.0) + 1.0 / (rrf_k + rank)
+    ordered = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+    found = {memory_id: tuple(name for name, ranking in ((LEXICAL, words), (SEMANTIC, cosines)) if memory_id in ranking) for memory_id in totals}
+    return [Fused(memory_id, value, found[memory_id]) for memory_id, value in ordered[:k]]
+
 DEPTH = 50  # how deep the baselines read each ranking
 MODES = ("lexical", "semantic", "hybrid")
 METHODS = (*MODES, "plain_bm25", "plain_rrf")

@@ -24,8 +24,8 @@ from memstore import MemoryStore
 from memstore.errors import MemstoreError
 from memstore.recall.fusion import LEXICAL_WEIGHT, Candidate, Fused, coverage, familiarity, fuse, judged, word_weights
 from memstore.semantic import Verdict, classify
-from memstore.semantic.fusion import reciprocal_rank_fusion  # the baseline, kept for scripts/eval_recall.py
 from memstore.semantic.pairs import reversed_words, values
+from scripts.eval_recall import reciprocal_rank_fusion  # the baseline the script measures fusion against
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL_NAME = "onnx-sha256:8199be6f699a395f"  # the identity of the offline model's model.onnx

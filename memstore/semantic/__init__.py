@@ -11,9 +11,8 @@ the phases that read meaning.
   contradiction, related, unrelated), pure Python.
 * `phases`: the `semantic` and `contradict` maintenance phases; `flags`: contradiction flags for a person.
 
-Hybrid recall's fusion is `memstore.recall.fusion` (`fuse(candidates, k)` -> the top `k` `Fused`
-results); this package still exports `fuse` and `Fused`, with `classify` and `Verdict`, and
-`embed`'s names lazily: importing it loads neither fastembed nor NumPy; they load when a model first
+Hybrid recall's fusion is `memstore.recall.fusion`. This package exports `classify` and `Verdict`,
+and `embed`'s names lazily: importing it loads neither fastembed nor NumPy; they load when a model first
 runs, and a missing ``semantic`` extra raises `memstore.errors.MemstoreError` saying what to install.
 """
 
@@ -22,7 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 from .pairs import Verdict, classify
-from .fusion import Fused, fuse
 
 _LAZY = {
     "DEFAULT_MODEL": "embed", "Embedder": "embed", "to_blob": "embed", "from_blob": "embed",
@@ -39,5 +37,5 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "DEFAULT_MODEL", "Embedder", "Fused", "Verdict", "classify", "from_blob", "from_blobs", "fuse", "to_blob",
+    "DEFAULT_MODEL", "Embedder", "Verdict", "classify", "from_blob", "from_blobs", "to_blob",
 ]  # fmt: skip

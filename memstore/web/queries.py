@@ -124,7 +124,7 @@ class Overview:
 
 def overview(conn: Connection, scope: str | None, chosen: str, now: int, *, show_all: bool) -> Overview:
     """Everything the overview page reads in the database besides `MemoryStore.runs` and
-    `embedding_status`, in one read transaction (scripts/bench_web.py times this as the page's
+    `embedding_status`, in one read transaction (scripts/bench/web.py times this as the page's
     baseline)."""
     rows, count = namespace_rows(conn, scope, limit=None if show_all else OVERVIEW_NAMESPACES)
     return Overview(rows, count, namespace_detail(conn, chosen, now), run_series(conn, scope), staleness_histogram(conn, chosen, now))
