@@ -1,0 +1,390 @@
+"""Every console transcript in README.md and docs/*.md is run, and what its commands print now is
+compared with what the page shows.
+
+A transcript is a fenced block with a line starting with `$ ` (indented blocks inside a list item
+too). Each `$ ` line is a command (a line ending in `\\` continues it on the next); the lines up to
+the next command are what it prints, stdout and stderr together as a terminal shows them. A
+transcript runs in one bash process (so `export` and shell variables carry over from one command
+to the next), in a fresh temp directory, with `memstore` of this checkout first on PATH, HOME in
+that directory, no MEMSTORE_* variable from outside, and MEMSTORE_DB=<the directory>/agent.db. The
+files a transcript uses are made by its own earlier commands or by the setup this module declares
+for it (SETUPS, keyed by page and first command): a store holding the page's example memories, a
+file the page shows elsewhere, a link to the offline model.
+
+What may differ between the page and the run (the placeholders; everything else is compared
+exactly, less trailing spaces):
+
+- the run's directory is shown as `/tmp/rd` (`RUN_DIR`);
+- a 32-hex-digit id, which memstore generates: any, but one id of the page stands for one id of the
+  run throughout the transcript (and two different ones for two different ones);
+- a UTC date-time (`2026-12-02 15:42:19`) or Unix milliseconds (13 digits, as `--json` prints):
+  either the page's own value, or a moment while the transcript ran;
+- a line `...` on its own: any lines, none included (a trimmed output).
+
+A transcript that cannot run here (it needs a server left running, another host, the network) is
+marked on the line right before its block with `<!-- transcript: not run: REASON -->`; those are
+listed by `test_the_transcripts_not_run_are_marked_and_listed`, which pins them, so a new one is a
+decision, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import zipfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from .test_cli import SEED_HYGIENE_FIXTURE
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+RUN_DIR = "/tmp/rd"
+NOT_RUN = re.compile(r"<!-- transcript: not run: (?P<reason>[^>]*?) -->")
+FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<info>[\w-]*)\n(?P<body>.*?)^(?P=indent)```[ ]*$", re.S | re.M)
+
+# The placeholders: generated ids, and moments (a UTC date-time, Unix ms).
+ID = r"[0-9a-f]{32}"
+DATETIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+MILLIS = r"1[5-9]\d{11}"
+VOLATILE = re.compile(rf"(?<![0-9a-f])(?P<id>{ID})(?![0-9a-f])|(?P<datetime>{DATETIME})|(?<!\d)(?P<millis>{MILLIS})(?!\d)")
+PLACEHOLDERS = {"id": ID, "datetime": DATETIME, "millis": MILLIS}
+ANY_LINES = "..."
+
+
+@dataclass
+class Command:
+    text: str  # without the "$ ", continuation lines joined as written
+    expected: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Transcript:
+    page: Path
+    line: int  # of the opening fence
+    commands: list[Command]
+    not_run: str | None  # the reason, when marked
+
+    @property
+    def name(self) -> str:
+        return f"{self.page.relative_to(REPO)}:{self.line}"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return str(self.page.relative_to(REPO)), self.commands[0].text
+
+
+def parse(body: str) -> list[Command]:
+    commands: list[Command] = []
+    lines = iter(body.splitlines())
+    for line in lines:
+        if line.startswith("$ "):
+            text = line[2:]
+            while text.endswith("\\"):
+                text += "\n" + next(lines)
+            commands.append(Command(text))
+        elif commands:
+            commands[-1].expected.append(line)
+    return commands
+
+
+def transcripts(page: Path) -> list[Transcript]:
+    text = page.read_text(encoding="utf-8")
+    found = []
+    for block in FENCE.finditer(text):
+        indent = len(block["indent"])
+        body = "\n".join(line[indent:] for line in block["body"].splitlines())
+        if not re.search(r"^\$ ", body, re.M):
+            continue
+        before = text[: block.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        marked = NOT_RUN.search(before)
+        found.append(Transcript(page, text.count("\n", 0, block.start()) + 1, parse(body), marked and marked["reason"]))
+    return found
+
+
+ALL = [t for page in PAGES for t in transcripts(page)]
+TO_RUN = [t for t in ALL if t.not_run is None]
+
+
+# -- comparing -----------------------------------------------------------------------------------
+
+
+def pattern(expected: list[str]) -> re.Pattern[str]:
+    """A regex for the whole output: the page's lines literally, the placeholders as groups."""
+    parts = []
+    for line in expected:
+        if line.strip() == ANY_LINES:
+            parts.append(r"(?:[^\n]*\n)*?")
+            continue
+        pieces, last = [], 0
+        for token in VOLATILE.finditer(line):
+            pieces.append(re.escape(line[last : token.start()]))
+            pieces.append(f"({PLACEHOLDERS[token.lastgroup]})")
+            last = token.end()
+        pieces.append(re.escape(line[last:]))
+        parts.append("".join(pieces) + r"\n")
+    return re.compile("".join(parts))
+
+
+def volatile_values(lines: list[str]) -> list[tuple[str, str]]:
+    return [(m.lastgroup, m.group()) for line in lines if line.strip() != ANY_LINES for m in VOLATILE.finditer(line)]
+
+
+def moment(kind: str, value: str) -> float:
+    if kind == "millis":
+        return int(value) / 1000
+    return datetime.strptime(value, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+
+
+def mismatch(command: Command, actual: list[str], ids: dict[str, str], window: tuple[float, float]) -> str | None:
+    """Why `actual` is not what the page shows (None: it is)."""
+    expected = [line.rstrip() for line in command.expected]
+    actual = [line.rstrip() for line in actual]
+    found = pattern(expected).fullmatch("".join(line + "\n" for line in actual))
+    if found is None:
+        diff = difflib.unified_diff(expected, actual, "the page", "printed now", lineterm="")
+        return "\n".join(diff) or "(differs)"
+    page_values = volatile_values(expected)
+    for (kind, shown), printed in zip(page_values, found.groups()):
+        if kind == "id":
+            if ids.setdefault(shown, printed) != printed or list(ids.values()).count(printed) > 1:
+                return f"id {shown} of the page stands for two ids, or two of its ids for one ({printed})"
+        elif printed != shown and not window[0] - 1 <= moment(kind, printed) <= window[1] + 1:
+            return f"{printed} is neither the page's {shown} nor a moment of this run"
+    return None
+
+
+# -- running -------------------------------------------------------------------------------------
+
+
+class Run:
+    """The directory and environment a transcript runs in, and what its setup may use."""
+
+    def __init__(self, directory: Path, request: pytest.FixtureRequest):
+        self.directory = directory
+        self.request = request
+        home = directory.parent / "home"
+        home.mkdir()
+        bin_dir = str(Path(sys.executable).parent)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_") and k != "VIRTUAL_ENV"}
+        self.env.update(PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", HOME=str(home),
+                        MEMSTORE_DB=str(directory / "agent.db"), LC_ALL="C.UTF-8", TZ="UTC")  # fmt: skip
+
+    def model_dir(self) -> Path:
+        return self.request.getfixturevalue("model_dir")
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.directory / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def memstore(self, *args: str, input: str | None = None) -> str:
+        done = subprocess.run(["memstore", *args], cwd=self.directory, env=self.env, input=input,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, f"setup: memstore {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    def transcript(self, commands: list[Command]) -> list[list[str]]:
+        """Every command in one bash, in order; what each printed (stdout and stderr interleaved)."""
+        separator = "\x1e--memstore-transcript--\x1e"
+        script = "exec 2>&1 </dev/null\n" + "".join(f"{c.text}\nprintf '%s' '{separator}'\n" for c in commands)
+        done = subprocess.run(["bash", "-c", script], cwd=self.directory, env=self.env, stdout=subprocess.PIPE,
+                              text=True, timeout=600)  # fmt: skip
+        outputs = done.stdout.replace(str(self.directory), RUN_DIR).split(separator)
+        assert len(outputs) == len(commands) + 1, done.stdout
+        return [output.splitlines() for output in outputs[:-1]]
+
+
+# -- what a transcript starts from ---------------------------------------------------------------
+
+
+def page_block(page: str, starts_with: str) -> str:
+    """The body of the fenced block of `page` that starts with `starts_with`: a file the page shows."""
+    for block in FENCE.finditer((REPO / page).read_text(encoding="utf-8")):
+        if block["body"].startswith(starts_with):
+            return block["body"]
+    raise AssertionError(f"{page} shows no block starting with {starts_with!r}")
+
+
+def quickstart_demo(run: Run) -> None:
+    """The ten demo memories scripts/quickstart imports, as it imports them."""
+    script = (REPO / "scripts" / "quickstart").read_text(encoding="utf-8")
+    demo = re.search(r"import - <<'JSONL'\n(.*?)^JSONL$", script, re.S | re.M)[1]
+    run.memstore("--db", "quickstart.db", "import", "-", input=demo)
+
+
+def bad_import(run: Run) -> None:
+    run.write("bad.jsonl", '{"id": "a", "text": "one"}\n{"id": "b", "text": "two"}\n{"id": "c", "text": "three", "importance": "high"}\n')
+
+
+def corrections(run: Run) -> None:
+    """The store the corrections start from: m7 says 100 rpm, m8 replaces m3, m4 is wrong."""
+    records = [
+        {"id": "m3", "text": "The API rate limit is 100 requests per minute."},
+        {"id": "m4", "text": "The user works from the Berlin office."},
+        {"id": "m7", "text": "The API rate limit is 100 rpm."},
+        {"id": "m8", "text": "The API rate limit is 500 requests per minute."},
+    ]
+    run.memstore("import", "-", input="".join(json.dumps(r) + "\n" for r in records))
+    time.sleep(1)  # so the update's times differ from the import's, as on the page
+
+
+def hygiene_example(run: Run) -> None:
+    """The specification's worked example (tests/test_cli.py::SEED_HYGIENE_FIXTURE) and its checks."""
+    run.memstore("import", "-", input=SEED_HYGIENE_FIXTURE)
+    run.write("checks.json", '[{"query": "office wifi guests", "expect_id": "m5"}, {"query": "alpha beta gamma", "expect_id": "m1"}]\n')
+    run.write("stale-check.json", '[{"query": "vendor pricing seat", "expect_id": "m4"}]\n')
+
+
+def one_memory_a(run: Run) -> None:
+    run.memstore("add", "Some words.", "--id", "a")
+
+
+def store_with_vectors(run: Run) -> None:
+    records = [{"id": f"m{n:05d}", "text": text} for n, text in enumerate(
+        ["The user prefers dark mode.", "Deploys happen on Fridays.", "The office is in Lisbon.",
+         "The API rate limit is 100 rpm.", "The team standup is at 9:30."], start=1)]  # fmt: skip
+    run.memstore("import", "-", input="".join(json.dumps(r) + "\n" for r in records))
+    run.memstore("embeddings", "enable", "--model", str(run.model_dir()))
+    run.memstore("embeddings", "sync")
+
+
+def a_store(run: Run) -> None:
+    run.memstore("init")
+
+
+def semantic_example(run: Run) -> None:
+    """The page's memories.jsonl, and the offline model where the page has it."""
+    run.write("memories.jsonl", page_block("docs/semantic.md", '{"id": "d1"'))
+    (run.directory / ".model-cache").mkdir()
+    (run.directory / ".model-cache" / "minilm").symlink_to(run.model_dir(), target_is_directory=True)
+
+
+def mcp_memory_file(run: Run) -> None:
+    run.write("memory.jsonl", page_block("docs/import.md", '{"type":"entity"'))
+
+
+def langgraph_file(run: Run) -> None:
+    from langgraph.store.sqlite import SqliteStore
+
+    with SqliteStore.from_conn_string(str(run.directory / "langgraph.db")) as source:
+        source.setup()
+        for n in range(9):
+            source.put(("users", "u1", "memories"), f"k{n}", {"content": f"The user said thing number {n}."})
+
+
+def mem0_file(run: Run) -> None:
+    run.write("mem0.json", page_block("docs/import.md", '{"results": ['))
+
+
+def openmemory_zip(run: Run) -> None:
+    source = REPO / "tests" / "data" / "import" / "openmemory" / "export.zip"
+    with zipfile.ZipFile(source) as archive:
+        assert "memories.json" in archive.namelist()
+    (run.directory / "export.zip").write_bytes(source.read_bytes())
+
+
+SETUPS: dict[tuple[str, str], Callable[[Run], None]] = {
+    ("README.md", "memstore --db quickstart.db consolidate --capacity 4"): quickstart_demo,
+    ("docs/cli.md", "memstore import bad.jsonl"): bad_import,
+    ("docs/cli.md", 'memstore update m7 --text "The API rate limit is 500 rpm."'): corrections,
+    ("docs/hygiene.md", "memstore backup before-prune.db"): hygiene_example,
+    ("docs/hygiene.md", "memstore prune --now 2026-10-12 --checks stale-check.json"): hygiene_example,
+    ("docs/reliability.md", """sqlite3 "$MEMSTORE_DB" "UPDATE memories SET text = 'Changed Words!' WHERE id = 'a'\""""): one_memory_a,
+    ("docs/reliability.md", """sqlite3 "$MEMSTORE_DB" "UPDATE memory_vectors SET vector = zeroblob(100) WHERE memory_id = 'm00004'\""""): store_with_vectors,
+    ("docs/reliability.md", 'chmod 644 "$MEMSTORE_DB"'): a_store,
+    ("docs/semantic.md", "memstore import memories.jsonl"): semantic_example,
+    ("docs/import.md", "memstore import --from mcp-memory memory.jsonl -n alice --dry-run"): mcp_memory_file,
+    ("docs/import.md", "memstore import --from langgraph langgraph.db"): langgraph_file,
+    ("docs/import.md", "memstore import --from mem0 mem0.json"): mem0_file,
+    ("docs/import.md", "memstore import --from mem0 export.zip"): openmemory_zip,
+}
+
+# Transcripts that show sqlite-vec searching (`vector search: sqlite-vec`): run by a Python whose
+# sqlite3 can load extensions (scripts/test runs the tests marked sqlite_vec under one).
+SQLITE_VEC = {("docs/semantic.md", "memstore import memories.jsonl")}
+
+# The transcripts that do not run here, and why; changing this list is a decision.
+NOT_RUN_HERE = {
+    ("docs/cli.md", "memstore copy agent.db postgresql+psycopg://user@dbhost/agent_memory"),
+    ("docs/mcp.md", "MEMSTORE_MCP_TOKEN=s3cret memstore --db agent.db mcp --namespace assistant --http 127.0.0.1:8765"),
+    ("docs/mcp.md", "curl -i http://127.0.0.1:8765/mcp"),
+    ("docs/mcp.md", "curl -i -X POST http://127.0.0.1:8765/mcp -H 'Authorization: Bearer s3cret' \\"),
+    ("docs/semantic.md", "scripts/offline-model .model-cache/minilm"),
+    ("docs/web.md", "memstore --db q.db web"),
+}
+
+
+# -- the tests -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "transcript", [pytest.param(t, marks=[pytest.mark.sqlite_vec] if t.key in SQLITE_VEC else []) for t in TO_RUN], ids=lambda t: t.name
+)
+def test_the_transcript_prints_what_the_page_shows(transcript: Transcript, tmp_path, request):
+    directory = tmp_path / "rd"
+    directory.mkdir()
+    run = Run(directory, request)
+    started = time.time()
+    if setup := SETUPS.get(transcript.key):
+        setup(run)
+    outputs = run.transcript(transcript.commands)
+    window = (started, time.time())
+    ids: dict[str, str] = {}
+    problems = []
+    for command, output in zip(transcript.commands, outputs):
+        if (why := mismatch(command, output, ids, window)) is not None:
+            problems.append(f"$ {command.text}\n{why}")
+    assert not problems, f"{transcript.name}:\n" + "\n\n".join(problems)
+
+
+def test_the_transcripts_not_run_are_marked_and_listed():
+    not_run = {t.key[0]: [] for t in ALL}
+    for t in ALL:
+        if t.not_run is not None:
+            not_run[t.page.relative_to(REPO).as_posix()].append(t)
+    listed = [f"{t.name}: {t.not_run}" for ts in not_run.values() for t in ts]
+    print(f"{len(TO_RUN)} transcripts run, {len(listed)} not run:", *listed, sep="\n  ")
+    assert all(t.not_run.strip() for ts in not_run.values() for t in ts)
+    assert {(t.key[0], t.commands[0].text.split("\n")[0]) for ts in not_run.values() for t in ts} == NOT_RUN_HERE
+
+
+def test_every_not_run_mark_sits_on_a_transcript():
+    """A mark the finder would not tie to a block (a blank line between, a typo) skips nothing."""
+    marks = sum(len(NOT_RUN.findall(page.read_text(encoding="utf-8"))) for page in PAGES)
+    assert marks == sum(t.not_run is not None for t in ALL)
+
+
+def test_every_setup_belongs_to_a_transcript_that_runs():
+    assert set(SETUPS) | SQLITE_VEC <= {t.key for t in TO_RUN}
+
+
+def test_the_finder_finds_the_transcripts():
+    assert len(TO_RUN) >= 15 and {t.page.name for t in TO_RUN} >= {"README.md", "cli.md", "hygiene.md", "time.md"}
+    example = parse("$ memstore add x \\\n    --id a\na\n$ memstore list\n...\n")
+    assert [(c.text, c.expected) for c in example] == [("memstore add x \\\n    --id a", ["a"]), ("memstore list", ["..."])]
+
+
+def test_the_comparison_allows_ids_and_moments_and_nothing_else():
+    now = time.time()
+    window = (now, now)
+    stamp = datetime.fromtimestamp(now, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    one, other = "d767db3d317f45c89e2ce58f72f22d23", "3f55aa7b501943d988d1525d7cf8441f"
+    page = Command("x", [f"{one} 2026-12-02 15:42:19 2026-01-01 00:00:00", f"started_at {1796226145077}", one])
+    assert mismatch(page, [f"{other} {stamp} 2026-01-01 00:00:00", f"started_at {int(now * 1000)}", other], {}, window) is None
+    assert mismatch(page, [f"{other} {stamp} 2026-01-01 00:00:00", f"started_at {int(now * 1000)}", one], {}, window)
+    assert mismatch(page, [f"{other} {stamp} 2025-01-01 00:00:00", f"started_at {int(now * 1000)}", other], {}, window)
+    assert mismatch(page, [f"{other} {stamp} 2026-01-01 00:00:00", "started_at 1", other], {}, window)
+    assert mismatch(Command("x", ["a", ANY_LINES, "z"]), ["a", "b", "c", "z"], {}, window) is None
+    assert mismatch(Command("x", ["a", "b"]), ["a", "b", "c"], {}, window)
+    assert mismatch(Command("x", ["a  "]), ["a"], {}, window) is None
