@@ -25,15 +25,20 @@ A transcript that cannot run here (it needs a server left running, another host,
 marked on the line right before its block with `<!-- transcript: not run: REASON -->`; those are
 listed by `test_the_transcripts_not_run_are_marked_and_listed`, which pins them, so a new one is a
 decision, never a silent skip.
+
+Then the scripts the pages tell users to run: each is run by a test at a small size (here, or in
+the test module SCRIPT_RUNS names), the pair figures of docs/semantic.md are checked against what
+`python -m scripts.semantic_eval` prints, and the counts the pages give (function words, texts
+embedded) against the code and data, as is what docs/scheduling.md says of `systemd-analyze verify`.
 """
 
 from __future__ import annotations
 
 import difflib
-import itertools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -388,3 +393,132 @@ def test_the_comparison_allows_ids_and_moments_and_nothing_else():
     assert mismatch(Command("x", ["a", ANY_LINES, "z"]), ["a", "b", "c", "z"], {}, window) is None
     assert mismatch(Command("x", ["a", "b"]), ["a", "b", "c"], {}, window)
     assert mismatch(Command("x", ["a  "]), ["a"], {}, window) is None
+
+
+# -- the scripts the docs tell users to run, and the figures they printed ------------------------
+
+# Every `python -m scripts...` and every executable `scripts/NAME` the README and docs/ name, and the
+# test that runs it (at a small size): here, or the other test module named, which must name it too.
+SCRIPT_RUNS = {
+    "scripts.bench": "test_the_bench_runs_at_a_small_size",
+    "scripts.bench.report": "test_the_report_bench_runs_at_a_small_size",
+    "scripts.bench.startup": "test_the_start_up_comparison_runs_at_a_small_size",
+    "scripts.bench.import_vectors": "test_the_import_bench_runs_at_a_small_size",
+    "scripts.semantic_eval": "test_the_pair_figures_are_what_semantic_eval_prints",
+    "scripts.eval_recall": "tests/test_eval_recall.py",  # its evaluation, the same computation (3.5 min)
+    "scripts.probe": "tests/test_probe.py",
+    "scripts.torture": "tests/test_torture.py",
+    "scripts/offline-model": "tests/conftest.py",  # the model_dir fixture
+    "scripts/quickstart": "tests/test_privacy.py",
+    "scripts/test": None,  # the test command itself: it runs all of these
+}
+
+
+def scripts_named_in_the_docs() -> set[str]:
+    named = set()
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        named |= set(re.findall(r"python -m (scripts(?:\.\w+)*)", text))
+        for path in re.findall(r"(?<![\w/.-])(scripts/[\w-]+)(?![\w/.-])", text):
+            if (REPO / path).is_file() and os.access(REPO / path, os.X_OK):
+                named.add(path)
+    return named
+
+
+def run_script(module: str, *args: str, timeout: int = 600) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_DB"}
+    done = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"python -m {module} {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_every_script_the_docs_name_is_run_by_a_test():
+    assert scripts_named_in_the_docs() == set(SCRIPT_RUNS)
+    here = (REPO / "tests" / "test_docs_transcripts.py").read_text(encoding="utf-8")
+    for script, runner in SCRIPT_RUNS.items():
+        if runner is None:
+            continue
+        if runner.startswith("tests/"):
+            parent, _, last = script.replace("/", ".").rpartition(".")
+            path = " / ".join(f'"{part}"' for part in script.split("/"))  # REPO / "scripts" / "quickstart"
+            spellings = (script, path, f"from {parent} import {last}", f"import {script}", f"-m {script}")
+            text = (REPO / runner).read_text(encoding="utf-8")
+            assert any(s in text for s in spellings), f"{runner} does not run {script}"
+        else:
+            assert f"def {runner}(" in here, runner
+
+
+def test_the_report_bench_runs_at_a_small_size(tmp_path):
+    out = run_script("scripts.bench.report", "--size", "300", "--repeats", "1", "--exhaustive-sample", "100",
+                     "--output", str(tmp_path / "report.json"))  # fmt: skip
+    assert "IDENTICAL" in out and "negated_vs_plain_at_0.5  IDENTICAL" in out
+    assert json.loads((tmp_path / "report.json").read_text())["store"]["records"] == 300
+
+
+@pytest.mark.slow
+def test_the_bench_runs_at_a_small_size(tmp_path, model_dir):
+    """Every scenario, tiny: a bench that crashes at its end is caught here, not after an hour."""
+    (tmp_path / "work").mkdir()
+    out = run_script(
+        "scripts.bench", "--sizes", "400", "--repeats", "1", "--adds", "5", "--queries", "5", "--exhaustive-sample", "50",
+        "--near-dup-max", "400", "--ops-sizes", "300", "600", "--cli-runs", "2", "--copy-size", "200", "--web-sizes", "300",
+        "--web-namespaces", "5", "--web-runs", "2", "--importers-size", "30", "--langgraph-puts", "10", "--process-runs", "1",
+        "--vectors-size", "300", "--vectors-big", "600", "--model-dir", str(model_dir), "--workdir", str(tmp_path / "work"),
+        "--output", str(tmp_path / "bench.json"),
+    )  # fmt: skip
+    assert f"wrote {tmp_path / 'bench.json'}" in out
+    assert json.loads((tmp_path / "bench.json").read_text())
+
+
+@pytest.mark.slow
+def test_the_start_up_comparison_runs_at_a_small_size():
+    out = run_script("scripts.bench.startup", "HEAD", "--runs", "2", "--size", "50")
+    assert "| HEAD |" in out and "| HEAD (copy 1) |" in out
+
+
+@pytest.mark.slow
+def test_the_import_bench_runs_at_a_small_size(model_dir):
+    out = run_script("scripts.bench.import_vectors", "--size", "60", "--model-dir", str(model_dir))
+    assert re.search(r"^sqlite +60 records", out, re.M) and re.search(r"^postgresql +60 records", out, re.M)
+
+
+@pytest.mark.slow
+def test_the_pair_figures_are_what_semantic_eval_prints(model_dir):
+    """docs/semantic.md's tables under "Pairs" are lines the script prints, and its count of texts."""
+    out = run_script("scripts.semantic_eval", "--model", str(model_dir))
+    page = (REPO / "docs" / "semantic.md").read_text(encoding="utf-8")
+    section = page.split("### Pairs", 1)[1].split("\n### ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    assert len(rows) >= 20
+    assert [row for row in rows if row not in out.splitlines()] == []
+    embedded = re.search(r"^embedded (\d+) texts", out, re.M)[1]
+    assert f"embeds {embedded} short texts" in page
+
+
+def test_the_counts_the_docs_give_are_the_code_s():
+    from memstore.words import FUNCTION_WORDS
+
+    assert f"`memstore.words.FUNCTION_WORDS` ({len(FUNCTION_WORDS)} English words)" in (REPO / "docs" / "hygiene.md").read_text()
+    pairs = [json.loads(line) for line in (REPO / "tests" / "data" / "semantic_pairs.jsonl").read_text().splitlines() if line.strip()]
+    texts = len({p["a"] for p in pairs} | {p["b"] for p in pairs})
+    assert f"embeds {texts} short texts" in (REPO / "docs" / "semantic.md").read_text()
+
+
+def test_the_systemd_units_verify_once_the_placeholder_path_is_replaced(tmp_path):
+    """What docs/scheduling.md says of `systemd-analyze verify`, both halves."""
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed")
+    units = ["memstore-consolidate.service", "memstore-consolidate.timer"]
+    for unit in units:
+        shutil.copy(REPO / "scripts" / "systemd" / unit, tmp_path / unit)
+
+    def verify() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([analyze, "verify", *units], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    shipped = verify()
+    assert shipped.returncode != 0 and "/path/to/memstore/.venv/bin/memstore is not executable" in shipped.stderr
+    service = tmp_path / units[0]
+    service.write_text(service.read_text().replace("/path/to/memstore/.venv/bin/memstore", str(Path(sys.executable).parent / "memstore")))
+    edited = verify()
+    assert edited.returncode == 0, edited.stderr
