@@ -640,7 +640,7 @@ def test_without_langgraph_the_import_error_says_what_to_install():
         "try:\n    import memstore.integrations.langgraph\nexcept ImportError as exc:\n    print(exc)"
     )
     assert done.returncode == 0, done.stderr
-    assert "pip install 'memstore[langgraph]'" in done.stdout
+    assert "pip install 'memstore-agents[langgraph]'" in done.stdout
 
 
 # -- both backends --------------------------------------------------------------------------------

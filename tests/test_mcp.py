@@ -306,7 +306,7 @@ def test_without_the_mcp_extra_the_command_says_what_to_install(tmp_path):
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr == "Error: the MCP server needs the mcp extra: pip install 'memstore[mcp]'\n"
+    assert done.stderr == "Error: the MCP server needs the mcp extra: pip install 'memstore-agents[mcp]'\n"
     assert not (tmp_path / "agent.db").exists()
 
 

@@ -49,7 +49,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(REPO_ROOT, source, ignore=NOT_SOURCE)
     outdir = work / "dist"
     run([sys.executable, "-m", "build", "--wheel", "--outdir", str(outdir)], cwd=source)
-    wheels = list(outdir.glob("memstore-*.whl"))
+    wheels = list(outdir.glob("memstore_agents-*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
 
@@ -103,8 +103,8 @@ def test_without_the_mcp_extra_memstore_mcp_says_what_to_install(installed: Path
         [str(installed / "memstore"), "--db", str(tmp_path / "s.db"), "mcp"], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 1
-    assert result.stderr == "Error: the MCP server needs the mcp extra: pip install 'memstore[mcp]'\n"
+    assert result.stderr == "Error: the MCP server needs the mcp extra: pip install 'memstore-agents[mcp]'\n"
     langgraph = subprocess.run(
         [str(installed / "python"), "-c", "import memstore.integrations.langgraph"], capture_output=True, text=True, timeout=120
     )
-    assert langgraph.returncode == 1 and "pip install 'memstore[langgraph]'" in langgraph.stderr
+    assert langgraph.returncode == 1 and "pip install 'memstore-agents[langgraph]'" in langgraph.stderr

@@ -428,7 +428,7 @@ def test_a_missing_extra_says_what_to_install(model_dir, monkeypatch):
     from memstore.semantic.embed import Embedder
 
     monkeypatch.setitem(sys.modules, "fastembed", None)  # import fastembed now raises ImportError
-    with pytest.raises(MemstoreError, match=r"pip install 'memstore\[semantic\]'"):
+    with pytest.raises(MemstoreError, match=r"pip install 'memstore-agents\[semantic\]'"):
         Embedder(model_dir).embed(["x"])
 
 

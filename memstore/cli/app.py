@@ -87,7 +87,7 @@ class MemstoreGroup(click.Group):
     metavar="PATH|URL",
     help="The store: a SQLite file path or a SQLAlchemy URL. Env: MEMSTORE_DB. Default: see `memstore path`.",
 )
-@click.version_option(package_name="memstore")
+@click.version_option(package_name="memstore-agents")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
     """A memory store for AI agents that keeps itself free of duplicates.

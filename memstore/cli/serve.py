@@ -20,7 +20,7 @@ def mcp_(ctx, namespace, address, token) -> None:
 
     Tools: remember, recall, forget, update, show, consolidate, report, all on one
     namespace. Speaks stdio (for an MCP host that starts it) unless --http is given.
-    Logs go to stderr. Needs the mcp extra: pip install 'memstore[mcp]'.
+    Logs go to stderr. Needs the mcp extra: pip install 'memstore-agents[mcp]'.
 
     \b
     Example:
@@ -32,7 +32,7 @@ def mcp_(ctx, namespace, address, token) -> None:
     except ImportError as exc:
         if (exc.name or "").partition(".")[0] == "memstore":
             raise
-        raise click.ClickException("the MCP server needs the mcp extra: pip install 'memstore[mcp]'") from None
+        raise click.ClickException("the MCP server needs the mcp extra: pip install 'memstore-agents[mcp]'") from None
     serve(ctx.obj["location"], namespace=namespace, http=address, token=token)
 
 
@@ -47,7 +47,7 @@ def web(ctx, listen, token_file, namespace, read_only) -> None:
     """Serve a local web page over the store: flags, runs to undo, search as of any moment.
 
     The first line printed is the address to open, token included. Needs the web extra:
-    pip install 'memstore[web]'.
+    pip install 'memstore-agents[web]'.
 
     \b
     Example:
@@ -59,5 +59,5 @@ def web(ctx, listen, token_file, namespace, read_only) -> None:
     except ImportError as exc:
         if (exc.name or "").partition(".")[0] == "memstore":
             raise
-        raise click.ClickException("the web page needs the web extra: pip install 'memstore[web]'") from None
+        raise click.ClickException("the web page needs the web extra: pip install 'memstore-agents[web]'") from None
     serve(ctx.obj["location"], listen=listen, token_file=token_file, namespace=namespace, read_only=read_only)

@@ -55,7 +55,7 @@ try:
     )
 except ImportError as exc:
     raise ImportError(
-        f"memstore's LangGraph store needs LangGraph ({exc}); install it with: pip install 'memstore[langgraph]'"
+        f"memstore's LangGraph store needs LangGraph ({exc}); install it with: pip install 'memstore-agents[langgraph]'"
     ) from exc
 
 from ..errors import ValidationError

@@ -1,7 +1,7 @@
 """`memstore mcp`: the store as an MCP server. `tools` holds the tools the model sees; `transport`
 serves them over stdio, or over HTTP behind a bearer token.
 
-This package needs the `mcp` extra (`pip install 'memstore[mcp]'`); `import memstore` never loads it.
+This package needs the `mcp` extra (`pip install 'memstore-agents[mcp]'`); `import memstore` never loads it.
 """
 
 from __future__ import annotations

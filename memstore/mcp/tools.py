@@ -155,7 +155,7 @@ def tool_errors(location: str) -> Iterator[None]:
 
 def _memstore_version() -> str:
     try:
-        return version("memstore")
+        return version("memstore-agents")
     except PackageNotFoundError:  # running from a source tree that was never installed
         return ""
 

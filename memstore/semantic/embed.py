@@ -38,7 +38,7 @@ BATCH_SIZE = 16
 # when present, and needs the other three).
 MODEL_FILE = "model.onnx"
 REQUIRED_FILES = (MODEL_FILE, "tokenizer.json", "tokenizer_config.json")
-INSTALL_HINT = "pip install 'memstore[semantic]'"
+INSTALL_HINT = "pip install 'memstore-agents[semantic]'"
 # A directory model's name in the store: its ONNX file's identity, not its path (see Embedder).
 LOCAL_NAME_PREFIX = "onnx-sha256:"
 

@@ -118,7 +118,7 @@ def search_notice(conn: Connection, model: EmbeddingModel) -> str | None:
         return "the vector index is out of step; `memstore embeddings sync` or `memstore check --fix` rebuilds it"
     if conn.dialect.name == "postgresql":
         return "vector search runs in NumPy, one namespace at a time: pgvector is not enabled (a database owner can run: CREATE EXTENSION vector;)"
-    missing = "sqlite-vec is not installed (pip install 'memstore[semantic]')"
+    missing = "sqlite-vec is not installed (pip install 'memstore-agents[semantic]')"
     if vector_file_store(conn, model) is not None:
         if sqlite_vec_path() is not None:  # installed, so it is this Python's sqlite3 that cannot
             missing = "this Python's sqlite3 cannot load extensions, and memstore opens the store with no other SQLite (docs/reliability.md)"

@@ -3,5 +3,5 @@ by search or as of any moment, runs to undo, contradiction flags to settle.
 
 `guard` is the door (Host, token, CSRF, headers), `pages` the routes and their templates,
 `queries` the page's own reads, `charts` the inline SVG, `serve` the command. Needs the web extra
-(`pip install 'memstore[web]'`); `import memstore` never loads it.
+(`pip install 'memstore-agents[web]'`); `import memstore` never loads it.
 """
