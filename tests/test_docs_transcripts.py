@@ -522,3 +522,18 @@ def test_the_systemd_units_verify_once_the_placeholder_path_is_replaced(tmp_path
     service.write_text(service.read_text().replace("/path/to/memstore/.venv/bin/memstore", str(Path(sys.executable).parent / "memstore")))
     edited = verify()
     assert edited.returncode == 0, edited.stderr
+
+
+def test_every_install_line_names_this_distribution_and_a_real_extra():
+    """`pip install 'memstore[...]'` fetched an unrelated PyPI package: every line with an extra, in
+    the docs and in memstore's own messages, installs from a clone (`-e '.[EXTRA]'`) or names this
+    distribution (`'memstore-agents[EXTRA]'`, which adds the extra where memstore is installed)."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    sources = [*PAGES, *sorted((REPO / "memstore").rglob("*.py"))]
+    lines = [(path, m) for path in sources for m in re.finditer(r"pip install (-e )?'([^'\[]*)\[([\w,]+)\]'", path.read_text(encoding="utf-8"))]
+    assert len(lines) >= 10
+    wrong = [f"{path.relative_to(REPO)}: {m[0]}" for path, m in lines
+             if (m[2] != "." if m[1] else m[2] != project["name"]) or not set(m[3].split(",")) <= set(project["optional-dependencies"])]  # fmt: skip
+    assert wrong == []
