@@ -336,6 +336,7 @@ NOT_RUN_HERE = {
 @pytest.mark.parametrize(
     "transcript", [pytest.param(t, marks=[pytest.mark.sqlite_vec] if t.key in SQLITE_VEC else []) for t in TO_RUN], ids=lambda t: t.name
 )
+@pytest.mark.slow  # whole processes: about a minute for all of them on two idle cores
 def test_the_transcript_prints_what_the_page_shows(transcript: Transcript, tmp_path, request):
     directory = tmp_path / "rd"
     directory.mkdir()
