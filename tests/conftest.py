@@ -32,18 +32,43 @@ settings.register_profile("full")
 settings.register_profile("quick", max_examples=QUICK_EXAMPLES)
 settings.load_profile(PROFILE)
 
-# Modules whose every test is slow: the torture scenarios, building and installing the wheel.
-SLOW_MODULES = ("test_torture", "test_packaging")
+# Modules whose every test is slow: the torture scenarios, building and installing the wheel, the
+# MCP server and the web page run as processes, writes queued for seconds behind a held lock.
+SLOW_MODULES = ("test_torture", "test_packaging", "test_mcp", "test_web", "test_queued_writes")
+# Fixtures that make a test slow: the real-model evaluations over the labelled sets
+# (tests/test_eval_recall.py, tests/test_semantic_classify.py), each running a script's evaluate().
+SLOW_FIXTURES = ("evaluation",)
+
+
+def _applies_given(code) -> bool:
+    """True when the function whose code this is applies Hypothesis's `@given` in its body (a
+    property test written as an inner function, as the fuzzers of tests/test_bad_input.py are)."""
+    return "given" in code.co_names or any(_applies_given(const) for const in code.co_consts if hasattr(const, "co_names"))
+
+
+def is_slow(item) -> bool:
+    """The `slow` rule: a Hypothesis test, decorated or with an inner `@given`; every test of
+    SLOW_MODULES; a test using a fixture of SLOW_FIXTURES; the PostgreSQL run of a test that runs
+    on both backends (`store_url`: its SQLite run stays in the quick loop). Tests that run processes
+    or wait for the clock for seconds carry `@pytest.mark.slow` themselves."""
+    function = getattr(item, "function", None)
+    callspec = getattr(item, "callspec", None)
+    return (
+        getattr(function, "is_hypothesis_test", False)
+        or (hasattr(function, "__code__") and _applies_given(function.__code__))
+        or item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES
+        or any(name in SLOW_FIXTURES for name in getattr(item, "fixturenames", ()))
+        or (callspec is not None and callspec.params.get("store_url") == "postgresql")
+    )
 
 
 def pytest_collection_modifyitems(config, items):
-    """Every property test (Hypothesis) and every test of SLOW_MODULES is `slow`:
-    `pytest -m "not slow"` is the quick loop, the full suite stays the default. Tests that need
-    sqlite-vec in the store's own connection are deselected where this Python's sqlite3 cannot load
-    it: the test command runs them again under a Python that can (scripts/test)."""
+    """Every test `is_slow` names is marked `slow`: `pytest -m "not slow"` is the quick loop, the
+    full suite stays the default. Tests that need sqlite-vec in the store's own connection are
+    deselected where this Python's sqlite3 cannot load it: the test command runs them again under a
+    Python that can (scripts/test)."""
     for item in items:
-        function = getattr(item, "function", None)
-        if getattr(function, "is_hypothesis_test", False) or item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+        if is_slow(item):
             item.add_marker(pytest.mark.slow)
     if not can_load_extensions(sqlite_driver()):
         unable = [item for item in items if item.get_closest_marker("sqlite_vec")]

@@ -28,6 +28,7 @@ def run(db_path):
     return invoke
 
 
+@pytest.mark.slow
 def test_a_memory_added_with_ttl_2s_is_recalled_before_and_not_after_then_archived_as_expired_and_restored(run, db_path):
     assert run("add", "The door code is 4512.", "--id", "old").exit_code == 0
     time.sleep(0.01)

@@ -154,6 +154,7 @@ def test_a_huge_integer_in_a_vector_is_a_line_numbered_error(store_url, tmp_path
 NON_ASCII_LIFETIMES = ["١٢s", "۱۲h", "１２m", "1٫5d", "१०s"]  # Arabic-Indic, Persian, fullwidth, Arabic separator, Devanagari
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lifetime", NON_ASCII_LIFETIMES)
 def test_ttl_takes_ascii_digits_only_as_expires_at_does(store_url, lifetime):
     done = run(store_url, "add", "A fact with an odd lifetime.", "--id", "m1", "--ttl", lifetime)
@@ -176,6 +177,7 @@ OTHER_DIGIT_OPTIONS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", OTHER_DIGIT_OPTIONS, ids=lambda args: "-".join(a.lstrip("-") for a in args if a.startswith("--")))
 def test_every_number_option_takes_ascii_digits_only(store_url, args):
     assert run(store_url, "add", "A fact.", "--id", "m1").returncode == 0

@@ -69,6 +69,7 @@ def test_the_store_says_it_supports_ttl_and_refuses_to_show_expired_items(open_s
     assert store.search(("docs",)) == []
 
 
+@pytest.mark.slow
 def test_ttl_basic(open_store):
     store = open_store({"default_ttl": TTL_MINUTES})
     store.put(("test",), "item1", {"value": "test"})
@@ -96,6 +97,7 @@ def test_a_sweep_that_finds_nothing_writes_nothing(open_store):
     assert store.store.runs() == []
 
 
+@pytest.mark.slow
 def test_ttl_refresh(open_store):
     store = open_store({"default_ttl": REFRESH_TTL_MINUTES, "refresh_on_read": True})
     store.put(("test",), "item1", {"value": "test"})
@@ -110,6 +112,7 @@ def test_ttl_refresh(open_store):
     assert store.get(("test",), "item1") is None
 
 
+@pytest.mark.slow
 def test_ttl_sweeper(open_store):
     store = open_store({"default_ttl": TTL_MINUTES, "sweep_interval_minutes": TTL_MINUTES / 2})
     done = store.start_ttl_sweeper()
@@ -130,6 +133,7 @@ def test_without_a_ttl_config_the_sweeper_does_not_start(open_store):
     assert done.done() and store.stop_ttl_sweeper()
 
 
+@pytest.mark.slow
 def test_ttl_custom_value(open_store):
     store = open_store()
     store.put(("test",), "item1", {"value": "short"}, ttl=TTL_MINUTES)
@@ -143,6 +147,7 @@ def test_ttl_custom_value(open_store):
     assert store.get(("test",), "item2") is None
 
 
+@pytest.mark.slow
 def test_ttl_override_default(open_store):
     store = open_store({"default_ttl": LONG_MINUTES})
     store.put(("test",), "item1", {"value": "override"}, ttl=TTL_MINUTES)
@@ -159,6 +164,7 @@ def test_ttl_override_default(open_store):
     assert store.get(("test",), "item2") is None and store.get(("test",), "item3") is not None
 
 
+@pytest.mark.slow
 def test_search_with_ttl(open_store):
     store = open_store({"default_ttl": TTL_MINUTES})
     store.put(("test",), "item1", {"value": "apple"})
@@ -169,6 +175,7 @@ def test_search_with_ttl(open_store):
     assert store.search(("test",), filter={"value": "apple"}) == []
 
 
+@pytest.mark.slow
 def test_store_ttl_refreshed_by_get_and_by_search(open_store):
     """checkpoint-postgres's test_store_ttl: a get and a search with refresh_ttl keep an item alive;
     reads without it do not."""
@@ -252,6 +259,7 @@ def test_batch_ops_carry_ttl_and_refresh(open_store):
     assert _expires_at(store, ("b",), "x") > before
 
 
+@pytest.mark.slow
 def test_async_ttl(open_store):
     store = open_store({"default_ttl": TTL_MINUTES, "refresh_on_read": True})
 

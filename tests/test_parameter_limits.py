@@ -88,6 +88,7 @@ def test_imports_runs_and_recalls_of_thousands_stay_under_a_low_sqlite_limit(tmp
     store.close()
 
 
+@pytest.mark.slow
 def test_an_export_of_100000_memories_with_vectors_imports_into_postgresql(tmp_path, pg_url):
     """`export --all-namespaces --with-vectors` of a 100,000-memory SQLite store, `import` into
     PostgreSQL with pgvector: every memory and vector there, vectors byte for byte, the HNSW index

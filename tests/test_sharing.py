@@ -80,6 +80,7 @@ def test_an_unknown_sqlite_library_is_one_line_and_exit_1(tmp_path):
     assert done.stderr.strip().splitlines() == ["Error: MEMSTORE_SQLITE_LIBRARY='apsw': must be sqlite3 or sqlean"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("end", "semantic", "vectors"), [*SETUPS, pytest.param("close", True, True, id="close-semantic-vectors")])
 def test_langgraph_checkpointer_and_memstore_in_one_file_keep_every_acknowledged_write(tmp_path, model_dir, end, semantic, vectors):
     db = prepared(tmp_path / "agent.db", vectors, model_dir)
@@ -91,6 +92,7 @@ def test_langgraph_checkpointer_and_memstore_in_one_file_keep_every_acknowledged
     assert int(shell(db, "SELECT count(DISTINCT checkpoint_id) FROM checkpoints WHERE thread_id = 't1';")) >= 5 * 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("end", "semantic", "vectors"), SETUPS)
 def test_a_sqlite3_reader_between_adds_loses_none_of_them(tmp_path, model_dir, end, semantic, vectors):
     db = prepared(tmp_path / "agent.db", vectors, model_dir)
@@ -101,6 +103,7 @@ def test_a_sqlite3_reader_between_adds_loses_none_of_them(tmp_path, model_dir, e
     assert sorted(shell(db, "SELECT id FROM memories;").split()) == sorted(acknowledged)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("end", "semantic", "vectors"), SETUPS)
 def test_a_langgraph_put_over_a_key_after_a_sqlite3_read_keeps_both_versions(tmp_path, model_dir, end, semantic, vectors):
     db = prepared(tmp_path / "agent.db", vectors, model_dir)
@@ -110,6 +113,7 @@ def test_a_langgraph_put_over_a_key_after_a_sqlite3_read_keeps_both_versions(tmp
     assert shell(db, "SELECT text FROM memory_archive WHERE namespace = 'user';") == "favourite colour, version 0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("end", "semantic", "vectors"), SETUPS[:2])
 def test_an_mcp_server_a_langgraph_store_a_reader_a_backup_and_check_in_one_process_lose_nothing(tmp_path, model_dir, end, semantic, vectors):
     db = prepared(tmp_path / "agent.db", vectors, model_dir)
