@@ -1,5 +1,10 @@
-"""The defaults, named once: the CLI, the Python API, the MCP server and the LangGraph store use
-these names, never the numbers."""
+"""The defaults every face shares, named once: the CLI, the Python API, the MCP server and the
+LangGraph store use these names, never the numbers.
+
+A threshold tuned with its rule stays beside the rule, and a face that offers it takes it from
+there: the classifier's `DUPLICATE_AT` and `RELATED_AT` (memstore.semantic.pairs), the report's
+`CONTRADICTION_THRESHOLD` and `STALE_AFTER_DAYS` (memstore.hygiene), hybrid recall's `LEXICAL_WEIGHT`
+(memstore.recall.fusion)."""
 
 from __future__ import annotations
 
