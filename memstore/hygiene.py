@@ -137,16 +137,6 @@ def similar_pairs(
     return pairs
 
 
-def exhaustive_pairs(token_sets: Sequence[frozenset[str]], threshold: float) -> list[SimilarPair]:
-    """The same answer by comparing every pair: the yardstick for `similar_pairs` (O(n^2))."""
-    return [
-        SimilarPair(i, j, similarity)
-        for i in range(len(token_sets))
-        for j in range(i + 1, len(token_sets))
-        if (similarity := jaccard(token_sets[i], token_sets[j])) >= threshold
-    ]
-
-
 def build_report(
     memories: Sequence[Mapping[str, Any]],
     now_ms: int,

@@ -18,13 +18,13 @@ from memstore.hygiene import (
     DAY_MS,
     SimilarPair,
     days_idle,
-    exhaustive_pairs,
     jaccard,
     similar_pairs,
     staleness,
     token_set,
 )
 from memstore.io import iso_to_ms
+from scripts.bench.yardstick import exhaustive_pairs
 
 from .strategies import examples
 from .test_cli import SEED_HYGIENE_FIXTURE

@@ -42,7 +42,7 @@ Scenarios (memstore side / baseline side):
   differs, and the p50 of the queries made only of common words. Targets at 1,000,000: p50 <= 10 ms,
   and p95 of the Zipf mix <= 100 ms.
 * ``near_dup`` (sizes <= 100,000): ``hygiene.similar_pairs(sets, 0.8)`` over the store's token sets,
-  checked identical to ``hygiene.exhaustive_pairs`` on a 4,000 sample whose per-pair cost is
+  checked identical to ``yardstick.exhaustive_pairs`` on a 4,000 sample whose per-pair cost is
   extrapolated to the full size. Target >= 500x at 100,000.
 
 Operations (once per bench run, not per size; ``--only ops`` runs just these):

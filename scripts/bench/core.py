@@ -16,6 +16,7 @@ from scripts.stores import copy_store, finalize_file, remove_store
 from .common import INSERT_SQL, empty_store, log, raw_connect, raw_row, repeat
 from .consolidation import bench_consolidation, bench_live_at_capacity
 from .recall import bench_recall
+from .yardstick import exhaustive_pairs
 
 
 def bench_bulk(work: Path, records: list[dict], rows: list[tuple], args) -> tuple[list[float], list[float], Path]:
@@ -106,7 +107,7 @@ def bench_near_dup(records: list[dict], args) -> dict:
     if key not in _EXHAUSTIVE_CACHE:  # records[:k] are the same for every size (same seed)
         sample = sets[:k]
         start = time.perf_counter()
-        exhaustive = hygiene.exhaustive_pairs(sample, threshold)
+        exhaustive = exhaustive_pairs(sample, threshold)
         ex_seconds = time.perf_counter() - start
         identical = hygiene.similar_pairs(sample, threshold) == exhaustive
         _EXHAUSTIVE_CACHE[key] = (ex_seconds, identical, len(exhaustive))

@@ -17,7 +17,7 @@ What it does:
    shared by 2-3 records. They go into a fresh SQLite file in a temp dir with one
    ``MemoryStore.add_many`` call (timed separately; not part of the report figure).
 2. Times ``MemoryStore.report(now=...)`` end to end (median of ``--repeats`` runs).
-3. On the first ``--exhaustive-sample`` memories, runs ``hygiene.exhaustive_pairs`` (the O(n^2)
+3. On the first ``--exhaustive-sample`` memories, runs ``yardstick.exhaustive_pairs`` (the O(n^2)
    yardstick) and ``hygiene.similar_pairs`` at threshold 0.5 and checks that they agree exactly
    (exit status 1 if not), then extrapolates the exhaustive cost to the full size. The same
    sample also checks the 0.8 self-join and, when `similar_pairs` takes `sides`, the
@@ -50,6 +50,7 @@ from scripts import REPO
 from scripts.data import NOW_MS, VOCABULARY_SIZE, ZIPF_EXPONENT, generate_records
 
 from .common import machine_info, source_fingerprint
+from .yardstick import exhaustive_pairs
 
 TARGET_SECONDS = 60.0
 SAMPLE_THRESHOLD = 0.5
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     k = min(args.exhaustive_sample, args.size)
     sample = [hygiene.token_set(r["text"]) for r in records[:k]]
     print(f"exhaustive pairs on a sample of {k:,} ...", flush=True)
-    exhaustive_seconds, exhaustive = time_call(lambda: hygiene.exhaustive_pairs(sample, SAMPLE_THRESHOLD))
+    exhaustive_seconds, exhaustive = time_call(lambda: exhaustive_pairs(sample, SAMPLE_THRESHOLD))
     prefix_seconds, prefix = time_call(lambda: hygiene.similar_pairs(sample, SAMPLE_THRESHOLD))
     identical = exhaustive == prefix
     # The report itself joins at the near-duplicate threshold and, when similar_pairs takes
