@@ -303,24 +303,34 @@ def add_random_vectors(store, ids: list[str], model_dir: Path, seed: int, *, reb
     """Enable the real model (`model_dir`) on `store` and file a random unit vector under it for each
     of `ids`, in batches; the vector index is dropped first and, with `rebuild_index`, built once
     over all of them at the end (quicker than row by row)."""
+    from memstore import vector_index
+    from memstore.db import write_transaction
+    from memstore.semantic.vectors import model_of
+
+    store.enable_embeddings(model_dir)
+    with write_transaction(store.engine) as conn:
+        vector_index.drop(conn)
+    file_random_vectors(store, ids, seed)
+    if rebuild_index:
+        with write_transaction(store.engine) as conn:
+            model = model_of(conn)
+            vector_index.rebuild(conn, model.name, model.dim)
+
+
+def file_random_vectors(store, ids: list[str], seed: int) -> None:
+    """A random unit vector for each of `ids`, filed under the store's model (set already), in batches."""
     import numpy as np
 
-    from memstore import vector_index
     from memstore.db import write_transaction
     from memstore.records import now_ms
     from memstore.semantic.vectors import model_of, store_vectors
 
     rng = np.random.default_rng(seed)
-    store.enable_embeddings(model_dir)
     with write_transaction(store.engine) as conn:
         model = model_of(conn)
-        vector_index.drop(conn)
     for start in range(0, len(ids), VECTOR_BATCH):
         batch = ids[start : start + VECTOR_BATCH]
         vectors = rng.standard_normal((len(batch), model.dim)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         with write_transaction(store.engine) as conn:
             store_vectors(conn, model, batch, [v.astype("<f4").tobytes() for v in vectors], now_ms())
-    if rebuild_index:
-        with write_transaction(store.engine) as conn:
-            vector_index.rebuild(conn, model.name, model.dim)

@@ -13,14 +13,14 @@ from pathlib import Path
 from memstore import MemoryStore, vector_index
 from memstore.db import write_transaction
 from memstore.records import now_ms
-from memstore.semantic.vectors import EmbeddingModel, model_of, set_model, store_vectors
+from memstore.semantic.vectors import EmbeddingModel, model_of, set_model
+from scripts.data import file_random_vectors
 
 NAMESPACES = 10
 WORDS = (
     "deploy staging server friday user prefers dark mode editor rate limit api requests minute team standup "
     "weekday office coffee machine floor lisbon porto database backup nightly release notes customer invoice"
 ).split()
-VECTOR_BATCH = 5_000
 ADD_BATCH = 50_000
 
 
@@ -50,21 +50,6 @@ def records(size: int, seed: int, now: int) -> list[dict]:
     return out
 
 
-def random_vectors(store: MemoryStore, ids: list[str], seed: int) -> None:
-    """Random unit vectors for `ids`, under the store's model (enabled already)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    with write_transaction(store.engine) as conn:
-        model = model_of(conn)
-    for start in range(0, len(ids), VECTOR_BATCH):
-        batch = ids[start : start + VECTOR_BATCH]
-        vectors = rng.standard_normal((len(batch), model.dim)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        with write_transaction(store.engine) as conn:
-            store_vectors(conn, model, batch, [v.astype("<f4").tobytes() for v in vectors], now_ms())
-
-
 def build(location: str | Path, size: int, model_dir: Path | None = None, seed: int = 1, *, model: EmbeddingModel | None = None) -> dict:
     """Build the store at `location`, its vectors filed under the model in `model_dir` (the real
     one, 384 wide) or under `model` (a hand-made one no process can load); returns the run ids and
@@ -82,7 +67,7 @@ def build(location: str | Path, size: int, model_dir: Path | None = None, seed: 
             if model is not None:
                 set_model(conn, model)
             vector_index.drop(conn)  # filled once below: quicker than row by row
-        random_vectors(store, [r["id"] for r in rows], seed)
+        file_random_vectors(store, [r["id"] for r in rows], seed)
         with write_transaction(store.engine) as conn:
             model = model_of(conn)
             vector_index.rebuild(conn, model.name, model.dim)
