@@ -14,7 +14,8 @@ file the page shows elsewhere, a link to the offline model.
 What may differ between the page and the run (the placeholders; everything else is compared
 exactly, less trailing spaces):
 
-- the run's directory is shown as `/tmp/rd` (`RUN_DIR`);
+- the run's directory is shown as `/tmp/rd` (`RUN_DIR`), the checkout's as `~/memstore` (`REPO_SHOWN`:
+  the tests run in whatever clone CI made);
 - a 32-hex-digit id, which memstore generates: any, but one id of the page stands for one id of the
   run throughout the transcript (and two different ones for two different ones);
 - a UTC date-time (`2026-12-02 15:42:19`) or Unix milliseconds (13 digits, as `--json` prints):
@@ -55,6 +56,7 @@ from .test_cli import SEED_HYGIENE_FIXTURE
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 RUN_DIR = "/tmp/rd"
+REPO_SHOWN = "~/memstore"
 NOT_RUN = re.compile(r"<!-- transcript: not run: (?P<reason>[^>]*?) -->")
 FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<info>[\w-]*)\n(?P<body>.*?)^(?P=indent)```[ ]*$", re.S | re.M)
 
@@ -205,7 +207,7 @@ class Run:
         script = "exec 2>&1 </dev/null\n" + "".join(f"{c.text}\nprintf '%s' '{separator}'\n" for c in commands)
         done = subprocess.run(["bash", "-c", script], cwd=self.directory, env=self.env, stdout=subprocess.PIPE,
                               text=True, timeout=600)  # fmt: skip
-        outputs = done.stdout.replace(str(self.directory), RUN_DIR).split(separator)
+        outputs = done.stdout.replace(str(self.directory), RUN_DIR).replace(str(REPO), REPO_SHOWN).split(separator)
         assert len(outputs) == len(commands) + 1, done.stdout
         return [output.splitlines() for output in outputs[:-1]]
 
