@@ -20,7 +20,7 @@ from .db import CHUNK, chunked
 from .item_values import lifetime_ms, memory_text, ttl_minutes, value_of
 from .lifecycle import extend_lifetimes, forget_in_transaction, update_in_transaction
 from .records import lifetime_change, one_memory, same_json
-from .runs import lock_key
+from .runs import lock_jobs, lock_key
 from .schema import memories, unexpired
 from .writes import add_in_transaction
 
@@ -69,6 +69,10 @@ def put_in_transaction(conn: Connection, puts: Sequence[Put], now: int) -> None:
     written together; a replaced or deleted item is its own run."""
     new_items = []
     rows = find_items(conn, [(namespace, key) for namespace, key, _, _ in puts], now)
+    # An update or a delete locks its namespace's jobs (lifecycle); taken here, all of them and in one
+    # order, before the first write: two batches taking them put by put could deadlock on PostgreSQL.
+    for namespace in sorted({namespace for namespace, key in rows}):
+        lock_jobs(conn, namespace)
     for namespace, key, value, ttl in puts:
         row = rows.get((namespace, key))
         if value is None:

@@ -62,6 +62,7 @@ def snapshot(path: Path) -> dict[str, tuple[bytes, int]]:
 @pytest.mark.parametrize(("source_format", "source", "count"), SOURCES, ids=IDS)
 def test_each_source_imports_once_and_a_second_import_adds_nothing(source_format, source, count, store_url):
     before = snapshot(source)
+    assert invoke(store_url, "init").exit_code == 0  # a dry run writes nothing, not even a new store
     dry = invoke(store_url, "import", "--from", source_format, str(source), "--dry-run", "--json")
     assert dry.exit_code == 0, dry.output
     expected = json.loads(dry.stdout)
@@ -256,3 +257,34 @@ def test_a_file_of_another_shape_is_refused_in_one_line(tmp_path, db_path):
         assert error in result.stderr, result.stderr
     missing = invoke(db_path, "import", "--from", "basic-memory", str(tmp_path / "nowhere"))
     assert missing.exit_code == 1 and missing.stderr.count("\n") == 1 and "nowhere" in missing.stderr
+
+
+def test_a_dry_run_creates_no_store_and_a_source_may_not_be_the_store_itself(tmp_path, db_path):
+    result = invoke(db_path, "import", "--from", "uteke", str(DATA / "uteke" / "export.jsonl"), "--dry-run")
+    assert result.exit_code == 1 and "no memstore database" in result.stderr and not db_path.exists()
+    assert invoke(db_path, "init").exit_code == 0
+    before = db_path.read_bytes()
+    itself = invoke(db_path, "import", "--from", "langgraph", str(db_path), "--dry-run")
+    assert (itself.exit_code, itself.stderr) == (1, f"Error: {db_path} is the store itself: import it into another store (--db)\n")
+    assert db_path.read_bytes() == before
+
+
+def test_a_url_s_password_never_reaches_the_report(db_path):
+    result = invoke(db_path, "import", "--from", "langgraph", "postgresql://bob:s3cret@127.0.0.1:1/app", "--json")
+    assert result.exit_code == 1 and "s3cret" not in result.stderr and "bob:***@" in result.stderr
+    from memstore.importers.apply import ImportReport, import_source
+
+    assert "s3cret" not in repr(ImportReport("langgraph", "postgresql://bob:***@h/app", False).to_dict())
+    with pytest.raises(Exception) as raised, MemoryStore(db_path) as store:
+        import_source(store.engine, "langgraph", "postgresql://bob:s3cret@127.0.0.1:1/app")
+    assert "s3cret" not in str(raised.value)
+
+
+def test_odd_files_are_one_line_errors_not_tracebacks(tmp_path, db_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    garbage = tmp_path / "bad.gz"
+    garbage.write_bytes(b"\x1f\x8b" + b"not gzip at all")
+    for source_format, path in (("mem0", deep), ("mem0", garbage), ("uteke", deep), ("mcp-memory-service", deep)):
+        result = invoke(db_path, "import", "--from", source_format, str(path))
+        assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "unexpected" not in result.stderr, (source_format, result.stderr)

@@ -138,6 +138,7 @@ def test_a_postgres_store_becomes_a_memstore_that_memstore_store_reads_back(post
 
 
 def test_importing_the_same_store_again_adds_nothing_and_a_dry_run_writes_nothing(sqlite_source, db_path):
+    assert invoke(db_path, "init").exit_code == 0  # a dry run writes nothing, not even a new store
     dry = invoke(db_path, "import", "--from", "langgraph", str(sqlite_source), "--dry-run")
     assert dry.exit_code == 0, dry.output
     assert dry.stdout.splitlines() == ["would import 9 memories (0 already stored)", "  item: 9 new, 0 already stored"]

@@ -92,6 +92,7 @@ def test_the_legacy_memory_json_is_read_the_same_way(memory_file, tmp_path, db_p
     # Versions before 2025.11.25 wrote the same JSON Lines under the name memory.json.
     legacy = tmp_path / "memory.json"
     legacy.write_bytes(memory_file.read_bytes())
+    assert invoke(db_path, "init").exit_code == 0  # a dry run writes nothing, not even a new store
     result = invoke(db_path, "import", "--from", "mcp-memory", str(legacy), "--dry-run")
     assert result.stdout.splitlines()[0] == "would import 8 memories (0 already stored)"
 

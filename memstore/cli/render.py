@@ -65,14 +65,14 @@ def when(ms: int | None) -> str:
     return "" if ms is None else iso(ms) or str(ms)
 
 
-def print_import(report: Any, as_json: bool) -> None:
+def print_import(report: Any, as_json: bool, skip_invalid: bool = False) -> None:
     """What an import wrote (or, dry, would write): totals, then per kind of source record."""
     for reason in report.rejected:
         echo(f"skipped: {reason}", err=True)
     if as_json:
         return print_json(report.to_dict())
     verb = "would import" if report.dry_run else "imported"
-    skipped = f"; skipped {report.skipped} invalid records" if report.skipped else ""
+    skipped = f"; skipped {report.skipped} invalid records" if skip_invalid or report.skipped else ""
     echo(f"{verb} {report.added} memories ({report.unchanged} already stored){skipped}")
     if report.source_format != "memstore":
         for kind, counts in sorted(report.kinds.items()):

@@ -106,7 +106,7 @@ def import_(ctx, source, source_format, namespace, skip_invalid, dry_run, as_jso
     if source == "-" and source_format != "memstore":
         raise click.UsageError(f"--from {source_format} reads a file, a folder or a URL, not stdin")
     stream = sys.stdin.buffer if source == "-" else source
-    store = open_store(ctx, create=True)
+    store = open_store(ctx, create=not dry_run)  # a dry run writes nothing, not even a new store
     # A progress bar only on a terminal and not for stdin: piped output and logs stay quiet.
     if source != "-" and sys.stderr.isatty():
         with click.progressbar(length=1, label="checking", file=sys.stderr) as bar:
@@ -118,7 +118,7 @@ def import_(ctx, source, source_format, namespace, skip_invalid, dry_run, as_jso
             report = store.import_from(source_format, stream, namespace, skip_invalid=skip_invalid, dry_run=dry_run, progress=advance)
     else:
         report = store.import_from(source_format, stream, namespace, skip_invalid=skip_invalid, dry_run=dry_run)
-    print_import(report, as_json)
+    print_import(report, as_json, skip_invalid)
 
 
 @click.command()

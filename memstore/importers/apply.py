@@ -11,13 +11,14 @@ run does all of it and rolls it back, so it reports exactly what the import woul
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple
 
 from sqlalchemy import Connection, Engine
 
-from ..db import write_transaction
+from ..db import shown_location, write_transaction
 from ..errors import MemstoreError, ValidationError
 from ..io import read_memories
 from ..lifecycle import forget_in_transaction
@@ -160,8 +161,11 @@ def import_source(
     `progress(done, total)` is called as records are checked."""
     if source_format not in FORMATS:
         raise MemstoreError(f"unknown format {source_format!r}; one of: {', '.join(FORMATS)}")
-    if name is None:
-        name = getattr(source, "name", "<stdin>") if hasattr(source, "read") else os.fspath(source)
+    if name is None:  # a URL's password never reaches output
+        name = getattr(source, "name", "<stdin>") if hasattr(source, "read") else shown_location(os.fspath(source))
+    if not hasattr(source, "read") and engine.dialect.name == "sqlite" and engine.url.database and Path(os.fspath(source)).expanduser().exists():
+        if Path(os.fspath(source)).expanduser().resolve() == Path(engine.url.database).resolve():
+            raise MemstoreError(f"{name} is the store itself: import it into another store (--db)")
     now = now_ms()
     if source_format == "memstore":
         if not hasattr(source, "read"):

@@ -46,8 +46,9 @@ def _engine(source: str):
 def _rows(source: str) -> list[dict[str, Any]]:
     try:
         return _read_rows(source)
-    except SQLAlchemyError as exc:  # named as the source's, not the target store's
-        raise MemstoreError(f"{shown_location(source)}: cannot read it as a LangGraph store: {exc.orig or exc}".splitlines()[0]) from None
+    except (SQLAlchemyError, ValueError, ImportError) as exc:  # named as the source's, not the target store's
+        reason = getattr(exc, "orig", None) or exc
+        raise MemstoreError(f"{shown_location(source)}: cannot read it as a LangGraph store: {reason}".splitlines()[0]) from None
 
 
 def _read_rows(source: str) -> list[dict[str, Any]]:

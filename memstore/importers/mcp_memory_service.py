@@ -18,19 +18,21 @@ from ..defaults import DEFAULT_NAMESPACE
 from ..errors import ValidationError
 from .common import Read, SourceRecord, epoch_seconds_ms, imported_id, json_document, optional, required
 
-MAPPED = frozenset({"content", "content_hash", "created_at", "updated_at", "store", "embedding"})
+# `store` stays in meta too: with -n, memories of several stores share one namespace.
+MAPPED = frozenset({"content", "content_hash", "created_at", "updated_at", "embedding"})
 
 
 def _memory(record: Any, location: str, namespace: str | None) -> SourceRecord:
     if not isinstance(record, dict):
         raise ValidationError(location, None, "must be a JSON object (an exported memory)")
     content_hash = required(record, "content_hash", location)
-    target = namespace if namespace is not None else optional(record, "store", location, str) or DEFAULT_NAMESPACE
+    store = optional(record, "store", location, str)
+    target = namespace if namespace is not None else store or DEFAULT_NAMESPACE
     created_at = epoch_seconds_ms(required(record, "created_at", location, (int, float)), location, "created_at")
     meta = {"imported_from": "mcp-memory-service", "content_hash": content_hash}
     meta.update((name, value) for name, value in record.items() if name not in MAPPED and value not in (None, {}))
     return SourceRecord("memory", location, {
-        "id": imported_id("mcp-memory-service", target, content_hash),
+        "id": imported_id("mcp-memory-service", target, store or "", content_hash),
         "namespace": target,
         "text": required(record, "content", location),
         "timestamp": created_at,

@@ -165,7 +165,7 @@ def _gunzip(data: bytes, name: str) -> bytes:
 def _zip(path: Path, name: str, namespace: str | None) -> list[Read]:
     try:
         return _zip_members(path, name, namespace)
-    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+    except (zipfile.BadZipFile, EOFError, zlib.error, RuntimeError, NotImplementedError) as exc:  # cut short, encrypted, unknown compression
         raise ValidationError(name, None, f"is not a whole zip file ({exc})") from None
 
 
@@ -195,7 +195,7 @@ def _is_openmemory_jsonl(data: bytes) -> bool:
     first_line = data.removeprefix(b"\xef\xbb\xbf").lstrip().split(b"\n", 1)[0]
     try:
         first = strict_json(first_line.decode("utf-8"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(first, dict) and "content" in first and "memories" not in first
 

@@ -19,7 +19,8 @@ from ..errors import ValidationError
 from ..io import jsonl_items
 from .common import Read, SourceRecord, imported_id, moment_ms, optional, required
 
-MAPPED = frozenset({"content", "created_at", "namespace"})
+# `namespace` stays in meta too: with -n, memories of several namespaces share one.
+MAPPED = frozenset({"content", "created_at"})
 
 
 def _memory(record: Any, location: str, namespace: str | None) -> SourceRecord:
@@ -27,12 +28,13 @@ def _memory(record: Any, location: str, namespace: str | None) -> SourceRecord:
         raise ValidationError(location, None, "must be a JSON object (an exported memory)")
     content = required(record, "content", location)
     created = required(record, "created_at", location)
-    target = namespace if namespace is not None else optional(record, "namespace", location, str) or DEFAULT_NAMESPACE
+    own = optional(record, "namespace", location, str)
+    target = namespace if namespace is not None else own or DEFAULT_NAMESPACE
     created_at = moment_ms(created, location, "created_at")
     meta = {"imported_from": "uteke"}
     meta.update((name, value) for name, value in record.items() if name not in MAPPED and value not in (None, {}, []))
     return SourceRecord("memory", location, {
-        "id": imported_id("uteke", target, content, created),
+        "id": imported_id("uteke", target, own or "", content, created),
         "namespace": target, "text": content, "timestamp": created_at, "created_at": created_at, "meta": meta,
     })  # fmt: skip
 
