@@ -311,7 +311,7 @@ SETUPS: dict[tuple[str, str], Callable[[Run], None]] = {
     ("docs/reliability.md", """sqlite3 "$MEMSTORE_DB" "UPDATE memory_vectors SET vector = zeroblob(100) WHERE memory_id = 'm00004'\""""): store_with_vectors,
     ("docs/reliability.md", 'chmod 644 "$MEMSTORE_DB"'): a_store,
     ("docs/semantic.md", "memstore import memories.jsonl"): semantic_example,
-    ("docs/import.md", "memstore import --from mcp-memory memory.jsonl -n alice --dry-run"): mcp_memory_file,
+    ("docs/import.md", "memstore init"): mcp_memory_file,  # then the dry run and the imports of memory.jsonl
     ("docs/import.md", "memstore import --from langgraph langgraph.db"): langgraph_file,
     ("docs/import.md", "memstore import --from mem0 mem0.json"): mem0_file,
     ("docs/import.md", "memstore import --from mem0 export.zip"): openmemory_zip,
