@@ -268,8 +268,10 @@ def copy_to_archive(
 def remove_archived(conn: Connection, namespace: str, run_id: int, reason: str) -> None:
     """Delete from the live set what this run has just copied to the archive for `reason`."""
     moved = select(archive.c.id).where(archive.c.run_id == run_id, archive.c.reason == reason, archive.c.namespace == namespace)
-    vector_index.remove(conn, moved)
+    # The rows first: their delete waits for a vector write holding them (FOR SHARE), whose index
+    # entry the removal then sees; removed the other way round, that entry outlived its memory.
     conn.execute(delete(memories).where(memories.c.id.in_(moved)))
+    vector_index.remove(conn, moved)
 
 
 def archive_ids(
@@ -280,8 +282,8 @@ def archive_ids(
     for chunk in chunked(ids):
         leaving = select(memories).where(memories.c.id.in_(chunk)).subquery("leaving")
         copy_to_archive(conn, leaving, reason, literal(superseded_by), run_id, now, similarity=similarity)
+        conn.execute(delete(memories).where(memories.c.id.in_(chunk)))  # first: see remove_archived
         vector_index.remove(conn, chunk)
-        conn.execute(delete(memories).where(memories.c.id.in_(chunk)))
 
 
 def archived_entries(conn: Connection, run_id: int) -> list[ArchivedEntry]:
