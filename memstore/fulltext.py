@@ -18,7 +18,6 @@ from typing import Any
 from sqlalchemy import Connection, Float, bindparam, column, func, select, text
 
 from .db import rows_in
-from .records import now_ms
 from .schema import FTS_TABLE, MEMORY_COLUMNS, is_unexpired, memories, unexpired
 from .words import FUNCTION_WORDS, tokens
 
@@ -251,14 +250,12 @@ def by_words_held(words: Sequence[str], rows: Sequence[dict[str, Any]], k: int) 
 
 
 def recall_rows(
-    conn: Connection, query: str, k: int, namespace: str, *, words: QueryWords | None = None, now: int | None = None
+    conn: Connection, query: str, k: int, namespace: str, *, now: int, words: QueryWords | None = None
 ) -> list[dict[str, Any]]:
     """The top-k live memories of `namespace` for `query` not expired at `now`, best first, each with
-    its `score`; `words`, when the caller has them already, are the query's words (`query_words`).
-    (`now` defaults to the clock for `recall_checks.FullTextRanking` alone: recall passes its own.)"""
+    its `score`; `words`, when the caller has them already, are the query's words (`query_words`)."""
     if k <= 0:
         return []
-    now = now_ms() if now is None else now
     dialect = conn.dialect.name
     words = words or query_words(conn, query)
     expression = query_expression(words.words, dialect)

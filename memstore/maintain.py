@@ -32,7 +32,6 @@ from .integrity import check_store
 from .prune import prune_in_transaction
 from .recall import CheckRanking, Recall
 from .recall_checks import run_checks
-from .records import now_ms
 from .runs import drop_empty_run
 from .semantic.phases import contradict_in_transaction, semantic_in_transaction
 from .semantic.vectors import model_of
@@ -158,7 +157,7 @@ class Context:
     check_ranking: CheckRanking | None = None  # set before verify runs, when there are checks
 
 
-def _phase_check(context: Context, conn: Connection | None, result: PhaseResult) -> None:
+def _phase_check(context: Context, conn: Connection | None, result: PhaseResult, now: int) -> None:
     report = check_store(context.engine)
     result.counts = {"checks": len(report.checks_run), "findings": len(report.findings)}
     warnings = [f"{f.check}: {f.detail}" for f in report.findings if f.check in NOT_BLOCKING]
@@ -169,28 +168,27 @@ def _phase_check(context: Context, conn: Connection | None, result: PhaseResult)
         raise MemstoreError(f"the store has problems (`memstore check --fix` repairs some): {'; '.join(problems)}")
 
 
-def _phase_expire(context: Context, conn: Connection, result: PhaseResult) -> None:
+def _phase_expire(context: Context, conn: Connection, result: PhaseResult, now: int) -> None:
     options = context.options
-    _job_result(conn, result, expire_in_transaction(conn, options.namespace, now_ms(), dry_run=options.dry_run))
+    _job_result(conn, result, expire_in_transaction(conn, options.namespace, now, dry_run=options.dry_run))
 
 
-def _phase_dedup(context: Context, conn: Connection, result: PhaseResult) -> None:
+def _phase_dedup(context: Context, conn: Connection, result: PhaseResult, now: int) -> None:
     options = context.options
-    report = consolidate_in_transaction(conn, 0, options.namespace, now_ms(), dry_run=options.dry_run, stages=("dedup",))
+    report = consolidate_in_transaction(conn, 0, options.namespace, now, dry_run=options.dry_run, stages=("dedup",))
     _job_result(conn, result, report)
 
 
-def _phase_evict(context: Context, conn: Connection, result: PhaseResult) -> None:
+def _phase_evict(context: Context, conn: Connection, result: PhaseResult, now: int) -> None:
     options = context.options
     if options.capacity is None:
         raise _Skip("no --capacity given")
-    report = consolidate_in_transaction(conn, options.capacity, options.namespace, now_ms(), dry_run=options.dry_run, stages=("evict",))
+    report = consolidate_in_transaction(conn, options.capacity, options.namespace, now, dry_run=options.dry_run, stages=("evict",))
     _job_result(conn, result, report)
 
 
-def _phase_stale(context: Context, conn: Connection, result: PhaseResult) -> None:
+def _phase_stale(context: Context, conn: Connection, result: PhaseResult, now: int) -> None:
     options = context.options
-    now = now_ms()
     report = prune_in_transaction(
         conn, options.namespace, now, as_of=now, stale_threshold=options.stale_threshold,
         min_age_days=options.min_age_days, dry_run=options.dry_run, stages=("stale",),
@@ -214,23 +212,23 @@ def _stale_asked(context: Context) -> None:
         raise _Skip("archives nothing unless asked (--stale)")
 
 
-def _phase_semantic(context: Context, conn: Connection, result: PhaseResult) -> None:
+def _phase_semantic(context: Context, conn: Connection, result: PhaseResult, now: int) -> None:
     options = context.options
     if options.dry_run:
         context.embeddings.sync(conn=conn)  # rolled back with the dry run
-    report = semantic_in_transaction(conn, options.namespace, now_ms(), dry_run=options.dry_run, **_thresholds(options))
+    report = semantic_in_transaction(conn, options.namespace, now, dry_run=options.dry_run, **_thresholds(options))
     _job_result(conn, result, report)
 
 
-def _phase_contradict(context: Context, conn: Connection, result: PhaseResult) -> None:
+def _phase_contradict(context: Context, conn: Connection, result: PhaseResult, now: int) -> None:
     options = context.options
     if options.dry_run:
         context.embeddings.sync(conn=conn)
-    report = contradict_in_transaction(conn, options.namespace, now_ms(), dry_run=options.dry_run, **_thresholds(options))
+    report = contradict_in_transaction(conn, options.namespace, now, dry_run=options.dry_run, **_thresholds(options))
     _job_result(conn, result, report)
 
 
-def _phase_verify(context: Context, conn: Connection | None, result: PhaseResult) -> None:
+def _phase_verify(context: Context, conn: Connection | None, result: PhaseResult, now: int) -> None:
     options = context.options
     failures = []
     if conn is None:
@@ -240,9 +238,9 @@ def _phase_verify(context: Context, conn: Connection | None, result: PhaseResult
     if options.checks:
         if conn is None:
             with read_transaction(context.engine) as reader:
-                checks = run_checks(reader, options.checks, options.k, context.check_ranking)
+                checks = run_checks(reader, options.checks, options.k, now, context.check_ranking)
         else:
-            checks = run_checks(conn, options.checks, options.k, context.check_ranking)
+            checks = run_checks(conn, options.checks, options.k, now, context.check_ranking)
         result.counts["checks_passed"] = sum(1 for c in checks if c.passed)
         result.counts["checks"] = len(checks)
         result.counts["checks_mode"] = context.check_ranking.mode
@@ -280,8 +278,11 @@ def _failure(exc: Exception, location: str) -> str:
     return f"unexpected {type(exc).__name__}: {exc}"
 
 
-def maintain(engine: Engine, embeddings: Embeddings, recall: Recall, phases: Sequence[str], options: Options) -> MaintainReport:
-    """Run `phases` (in PHASES order) and report each; see the module's docstring.
+def maintain(
+    engine: Engine, embeddings: Embeddings, recall: Recall, phases: Sequence[str], options: Options, clock: Callable[[], int]
+) -> MaintainReport:
+    """Run `phases` (in PHASES order) and report each; see the module's docstring. Each phase reads
+    `clock()` once, when its transaction holds the store, and sees that one moment throughout.
 
     The phases' commits leave the WAL alone (a checkpoint inside a commit would hold the write
     lock meanwhile); one checkpoint at the end copies it back into the database.
@@ -301,13 +302,13 @@ def maintain(engine: Engine, embeddings: Embeddings, recall: Recall, phases: Seq
             if name in PREPARE:
                 PREPARE[name](context)
             if name in READ_ONLY and dry_conn is None:
-                RUNNERS[name](context, None, result)
+                RUNNERS[name](context, None, result, clock())
             elif dry_conn is not None:
                 with dry_conn.begin_nested():  # a failed phase rolls back alone
-                    RUNNERS[name](context, dry_conn, result)
+                    RUNNERS[name](context, dry_conn, result, clock())
             else:
                 with write_transaction(engine, defer_checkpoint=True) as conn:
-                    RUNNERS[name](context, conn, result)
+                    RUNNERS[name](context, conn, result, clock())
         except _Skip as skip:
             result.status, result.error = "skipped", str(skip)
         except Exception as exc:  # one phase's failure is reported; the others still run

@@ -40,7 +40,7 @@ class Ranking(Protocol):
 
     mode: str
 
-    def top_ids(self, conn: Connection, query: str, k: int, namespace: str) -> list[str]: ...
+    def top_ids(self, conn: Connection, query: str, k: int, namespace: str, now: int) -> list[str]: ...
 
 
 class FullTextRanking:
@@ -48,8 +48,8 @@ class FullTextRanking:
 
     mode = "lexical"
 
-    def top_ids(self, conn: Connection, query: str, k: int, namespace: str) -> list[str]:
-        return [row["id"] for row in recall_rows(conn, query, k, namespace)]
+    def top_ids(self, conn: Connection, query: str, k: int, namespace: str, now: int) -> list[str]:
+        return [row["id"] for row in recall_rows(conn, query, k, namespace, now=now)]
 
 
 def resolve_live_id(conn: Connection, memory_id: str) -> str | None:
@@ -59,15 +59,15 @@ def resolve_live_id(conn: Connection, memory_id: str) -> str | None:
 
 
 def run_checks(
-    conn: Connection, checks: Sequence[Mapping[str, str]], k: int, ranking: Ranking | None = None
+    conn: Connection, checks: Sequence[Mapping[str, str]], k: int, now: int, ranking: Ranking | None = None
 ) -> list[CheckResult]:
-    """Evaluate recall checks against the state `conn` sees (inside a job: the would-be state),
-    ranked by `ranking` (default: full text)."""
+    """Evaluate recall checks against the state `conn` sees at `now` (inside a job: the would-be
+    state), ranked by `ranking` (default: full text)."""
     ranking = ranking or FullTextRanking()
     results = []
     for check in checks:
         namespace = check.get("namespace", DEFAULT_NAMESPACE)
-        top_ids = ranking.top_ids(conn, check["query"], k, namespace)
+        top_ids = ranking.top_ids(conn, check["query"], k, namespace, now)
         resolved = resolve_live_id(conn, check["expect_id"])
         results.append(
             CheckResult(check["query"], check["expect_id"], namespace, resolved, top_ids, resolved in top_ids, ranking.mode)
@@ -75,14 +75,19 @@ def run_checks(
     return results
 
 
-def checked_job(engine: Engine, apply: Callable[[Connection], Any], dry_run: bool, checks, k: int, ranking: Ranking | None) -> Any:
-    """Apply a job (`apply(conn)` returns its report) in one write transaction, run the recall checks
-    against its result, and keep it only if it is real and every check passes (a failed check raises
-    RecallCheckError, with the report)."""
+def checked_job(
+    engine: Engine, apply: Callable[[Connection, int], Any], clock: Callable[[], int], dry_run: bool, checks, k: int,
+    ranking: Ranking | None,
+) -> Any:
+    """Apply a job (`apply(conn, now)` returns its report) in one write transaction, run the recall
+    checks against its result, and keep it only if it is real and every check passes (a failed
+    check raises RecallCheckError, with the report). The job and its checks see one moment: the
+    caller's `clock()`, read once the transaction holds the store."""
     with write_transaction(engine, defer_checkpoint=True) as conn:
-        report = apply(conn)
+        now = clock()
+        report = apply(conn, now)
         if checks:
-            report.checks = run_checks(conn, checks, k, ranking)
+            report.checks = run_checks(conn, checks, k, now, ranking)
         failed = any(not check.passed for check in report.checks)
         if dry_run or failed:
             conn.get_transaction().rollback()

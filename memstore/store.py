@@ -248,7 +248,7 @@ class MemoryStore:
         from .recall_checks import run_checks
 
         ranking = self.recaller.for_checks([check["query"] for check in checks], mode)
-        return self._read(lambda conn, now: run_checks(conn, checks, k, ranking.at(now)))
+        return self._read(lambda conn, now: run_checks(conn, checks, k, now, ranking))
 
     def report(self, namespace: str | None = DEFAULT_NAMESPACE, *, now: int | None = None, near_threshold: float | None = None) -> dict[str, Any]:
         """The hygiene inventory of the live set (see memstore.hygiene for every definition), ages counted
@@ -272,8 +272,8 @@ class MemoryStore:
 
         require_capacity(capacity)
         return self._run_job(
-            lambda conn: consolidate_in_transaction(
-                conn, capacity, namespace, now_ms(), dry_run=dry_run, full=full, list_kept=list_kept
+            lambda conn, now: consolidate_in_transaction(
+                conn, capacity, namespace, now, dry_run=dry_run, full=full, list_kept=list_kept
             ),
             dry_run, checks, k, check_mode,
         )  # fmt: skip
@@ -287,10 +287,9 @@ class MemoryStore:
         """Archive exact duplicates (Stage 1 rule: newest wins) and stale memories; pinned ones stay."""
         from .prune import prune_in_transaction
 
-        as_of = now_ms() if now is None else now
         return self._run_job(
-            lambda conn: prune_in_transaction(
-                conn, namespace, now_ms(), as_of=as_of, stale_threshold=stale_threshold,
+            lambda conn, read_at: prune_in_transaction(
+                conn, namespace, read_at, as_of=read_at if now is None else now, stale_threshold=stale_threshold,
                 min_age_days=min_age_days, dry_run=dry_run, list_kept=list_kept,
             ),
             dry_run, checks, k, check_mode,
@@ -301,7 +300,7 @@ class MemoryStore:
         from .recall_checks import checked_job
 
         ranking = self.recaller.for_checks([check["query"] for check in checks], check_mode) if checks else None
-        report = checked_job(self.engine, apply, dry_run, checks, k, ranking)
+        report = checked_job(self.engine, apply, now_ms, dry_run, checks, k, ranking)
         if not dry_run:
             self.checkpoints.start()
         return report
@@ -311,7 +310,7 @@ class MemoryStore:
         (every job does this first; this is it alone). `restore` brings them back as they were."""
         from .expire import expire_in_transaction
 
-        return self._run_job(lambda conn: expire_in_transaction(conn, namespace, now_ms(), dry_run=dry_run), dry_run, None, CHECK_K, None)
+        return self._run_job(lambda conn, now: expire_in_transaction(conn, namespace, now, dry_run=dry_run), dry_run, None, CHECK_K, None)
 
     def extend_lifetimes(self, ends: Mapping[str, int | None], namespace: str | None = None) -> int:
         """Move lifetimes' ends in place (id -> expires_at, None: never) for memories visible now and to
@@ -361,7 +360,7 @@ class MemoryStore:
         from .maintain import Options, maintain, parse_phases
 
         options = Options(namespace, capacity, checks, k, dry_run, duplicate_at, related_at, stale_threshold, min_age_days, check_mode, stale)
-        return maintain(self.engine, self.embeddings, self.recaller, parse_phases(phases), options)
+        return maintain(self.engine, self.embeddings, self.recaller, parse_phases(phases), options, now_ms)
 
     # -- embeddings (the semantic extra) ---------------------------------------------------------
 

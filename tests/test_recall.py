@@ -141,7 +141,7 @@ def test_shortlist_answers_exactly_what_the_one_statement_ranking_answers(tmp_pa
                             {"expression": query_expression(query.split(), "sqlite"), "namespace": namespace, "k": k, "now": 0},
                         ).mappings()
                     ]
-                    assert recall_rows(conn, query, k, namespace) == expected, (query, namespace, k)
+                    assert recall_rows(conn, query, k, namespace, now=now_ms()) == expected, (query, namespace, k)
                     expression = query_expression(query.split(), "sqlite")
                     shortcuts += _recall_from_shortlist(conn, expression, k, namespace, 0) is not None
     assert shortcuts > 100  # the shortlist answered many of them, not only the fallback
@@ -297,7 +297,7 @@ def test_words_are_weighed_in_the_namespace_searched(store):
         assert words.words == ["caroline", "say", "pottery"] and words.holding == {"caroline": 21, "say": 0, "pottery": 1}
         for namespace, records in (("chat", turns), ("notes", others + [{"text": "Caroline from accounts called"}])):
             ranked, counts = recall_rows_and_counts(conn, words, 20, namespace, now_ms())
-            assert ranked == recall_rows(conn, "What did Caroline say about pottery?", 20, namespace)
+            assert ranked == recall_rows(conn, "What did Caroline say about pottery?", 20, namespace, now=now_ms())
             assert counts.memories == len(records)
             assert counts.holding == {w: sum(w in tokens(r["text"]) for r in records) for w in words.words}
             if namespace == "chat":
@@ -332,14 +332,14 @@ def test_namespace_counts_read_words_as_coverage_does_and_hold_past_the_one_pass
         words = query_words(conn, query)
         ranked, counts = recall_rows_and_counts(conn, words, 10, "a", now_ms())
         assert counts.holding == {w: sum(w in tokens(t) for t in texts) for w in words.words} and counts.memories == 5
-        assert [row["id"] for row in ranked] == [row["id"] for row in recall_rows(conn, query, 10, "a")] and "a4" not in [row["id"] for row in ranked]
+        assert [row["id"] for row in ranked] == [row["id"] for row in recall_rows(conn, query, 10, "a", now=now_ms())] and "a4" not in [row["id"] for row in ranked]
         monkeypatch.setattr(lexical, "NAMESPACE_MATCHES_READ", 2)
         # A minority of the store: counted in the index (a4 included, as the one pass counts it).
         past = recall_rows_and_counts(conn, words, 10, "a", now_ms())
-        assert past[0] == recall_rows(conn, query, 10, "a") and past[1].holding["dost"] == 5 and past[1].memories == 5
+        assert past[0] == recall_rows(conn, query, 10, "a", now=now_ms()) and past[1].holding["dost"] == 5 and past[1].memories == 5
         # Most of the store: weighed as the store.
         most = recall_rows_and_counts(conn, query_words(conn, "dost"), 10, "b", now_ms())
-        assert most[0] == recall_rows(conn, "dost", 10, "b") and most[1] == type(counts)({"dost": 15}, 15)
+        assert most[0] == recall_rows(conn, "dost", 10, "b", now=now_ms()) and most[1] == type(counts)({"dost": 15}, 15)
 
 
 def test_hybrid_recall_of_common_words_only_in_a_small_namespace_of_a_big_store(sqlite_store):

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from memstore import MemoryStore, MemstoreError
 from memstore.cli import cli
 from memstore.db import read_transaction, write_transaction
+from memstore.records import now_ms
 from memstore.semantic.pairs import DUPLICATE_AT
 
 from .conftest import REPO
@@ -106,7 +107,7 @@ def test_vector_index_answers_what_a_full_scan_answers(semantic):
         expected = sorted(((memory_id, float(from_blob(blob, model.dim) @ query)) for memory_id, blob in rows), key=lambda r: (-r[1], r[0]))
         in_memory = NamespaceVectors(model, "default")
         for k in (1, 3, 7, 20):
-            for got in (in_memory.search(conn, query.astype(np.float32), k), search(conn, model, query.astype(np.float32), "default", k)):
+            for got in (in_memory.search(conn, query.astype(np.float32), k, now=now_ms()), search(conn, model, query.astype(np.float32), "default", k, now=now_ms())):
                 assert [i for i, _ in got] == [i for i, _ in expected[:k]]
                 assert all(math.isclose(a, b, rel_tol=1e-5) for (_, a), (_, b) in zip(got, expected))
 
@@ -584,11 +585,11 @@ def test_vectors_written_with_an_older_clock_are_still_seen(store):
     store_handmade_vectors(store, {"m0": [1.0, 0.0, 0.0], "m1": [0.0, 1.0, 0.0]}, now=2000)
     with read_transaction(store.engine) as conn:
         index = NamespaceVectors(model_of(conn), "default")
-        assert len(index.search(conn, np.array([1.0, 0.0, 0.0], dtype=np.float32), 10)) == 2
+        assert len(index.search(conn, np.array([1.0, 0.0, 0.0], dtype=np.float32), 10, now=now_ms())) == 2
     with write_transaction(store.engine) as conn:  # a clock stepped back, or a slower concurrent sync
         store_vectors(conn, model_of(conn), ["m2", "m3"], [to_blob([0.0, 0.0, 1.0]), to_blob([0.6, 0.8, 0.0])], 1500)
     with read_transaction(store.engine) as conn:
-        found = index.search(conn, np.array([1.0, 0.0, 0.0], dtype=np.float32), 10)
+        found = index.search(conn, np.array([1.0, 0.0, 0.0], dtype=np.float32), 10, now=now_ms())
     assert sorted(memory_id for memory_id, _ in found) == ["m0", "m1", "m2", "m3"]
 
 

@@ -23,7 +23,7 @@ import pytest
 import memstore.db
 from memstore import MemoryStore
 from memstore.db import read_transaction, write_transaction
-from memstore.records import one_memory
+from memstore.records import now_ms, one_memory
 from memstore.semantic import vector_file, vectors
 from memstore.semantic.embed import to_blob
 from memstore.writes import add_in_transaction
@@ -59,8 +59,8 @@ def embed_more(store: MemoryStore, new: dict[str, list[float]], now: int) -> Non
 def both_ways(store: MemoryStore, queries: list[tuple[str, list[float]]], k: int) -> tuple[list, list]:
     with read_transaction(store.engine) as conn:
         model = vectors.model_of(conn)
-        from_files = [vector_file.search(conn, model, np.array(q, dtype=np.float32), ns, k) for ns, q in queries]
-        in_store = [vectors.search(conn, model, np.array(q, dtype=np.float32), ns, k) for ns, q in queries]
+        from_files = [vector_file.search(conn, model, np.array(q, dtype=np.float32), ns, k, now=now_ms()) for ns, q in queries]
+        in_store = [vectors.search(conn, model, np.array(q, dtype=np.float32), ns, k, now=now_ms()) for ns, q in queries]
     return from_files, in_store
 
 
@@ -137,12 +137,12 @@ def test_a_snapshot_older_than_the_files_answers_from_its_own_vectors(filled, db
     store.add("fact number 999", id="near", namespace="ns0", timestamp=999)  # live, not embedded yet
     with read_transaction(store.engine) as conn:  # this snapshot starts before its vector
         model = vectors.model_of(conn)
-        before = vectors.search(conn, model, np.array(query[1], dtype=np.float32), "ns0", 10)
+        before = vectors.search(conn, model, np.array(query[1], dtype=np.float32), "ns0", 10, now=now_ms())
         assert "near" not in [i for i, _ in before]
         with MemoryStore(db_path) as other:  # another process embeds it, right at the query
             embed_more(other, {"near": query[1]}, now=5000)
             assert_same_answers(other, seed=1)  # brings the files past this snapshot
-        assert vector_file.search(conn, model, np.array(query[1], dtype=np.float32), "ns0", 10) == before
+        assert vector_file.search(conn, model, np.array(query[1], dtype=np.float32), "ns0", 10, now=now_ms()) == before
     assert "near" in [i for i, _ in both_ways(store, [query], 10)[0][0]]
 
 
@@ -156,7 +156,7 @@ def test_a_dry_run_inside_a_write_transaction_leaves_the_files_as_they_were(fill
         store_conn_model = vectors.model_of(conn)
         add_in_transaction(conn, [one_memory("x", "uncommitted", "ns0", 1, None, False, None, None, None, None)], 1, skip_invalid=False)
         vectors.store_vectors(conn, store_conn_model, ["uncommitted"], [to_blob(query)], 9000)
-        hits = vector_file.search(conn, store_conn_model, np.array(query, dtype=np.float32), "ns0", 3)
+        hits = vector_file.search(conn, store_conn_model, np.array(query, dtype=np.float32), "ns0", 3, now=now_ms())
         assert hits[0][0] == "uncommitted"  # the transaction sees its own vector, from the store
         raise RuntimeError("rolled back")
     assert {path.name: path.read_bytes() for path in folder.iterdir()} == before

@@ -22,6 +22,7 @@ from sqlalchemy import text
 from memstore import MemoryStore, ValidationError
 from memstore.cli import cli
 from memstore.db import read_transaction, write_transaction
+from memstore.records import now_ms
 from memstore.semantic.vectors import model_of, search
 
 from .conftest import REPO
@@ -109,7 +110,7 @@ def test_search_in_the_index_answers_what_numpy_answers_over_the_namespace(store
 def _numpy_answer(conn, model, query, namespace: str, k: int):
     from memstore.semantic.vectors import _top, namespace_vectors
 
-    ids, vectors = namespace_vectors(conn, model, namespace)
+    ids, vectors = namespace_vectors(conn, model, namespace, now=now_ms())
     return _top(ids, vectors, query, k)
 
 
@@ -183,13 +184,14 @@ sys.modules["sqlite_vec"] = None
 import numpy as np
 from memstore import MemoryStore
 from memstore.db import read_transaction, vec_loaded
+from memstore.records import now_ms
 from memstore.semantic import vector_file, vectors
 path, queries = sys.argv[1], json.loads(sys.argv[2])
 with MemoryStore(path) as store, read_transaction(store.engine) as conn:
     status = store.embedding_status()
     model = vectors.model_of(conn)
     answers = {
-        way.__name__: [way.search(conn, model, np.array(q, dtype=np.float32), ns, 7) for ns, q in queries]
+        way.__name__: [way.search(conn, model, np.array(q, dtype=np.float32), ns, 7, now=now_ms()) for ns, q in queries]
         for way in (vectors, vector_file)
     }
     print(json.dumps({"loaded": vec_loaded(conn), "status": status, "answers": answers}))
@@ -203,7 +205,7 @@ def test_a_python_without_sqlite_vec_answers_the_same_through_numpy(sqlite_store
     with read_transaction(sqlite_store.engine) as conn:
         import numpy as np
 
-        mine = [search(conn, model_of(conn), np.array(q, dtype=np.float32), ns, 7) for ns, q in queries]
+        mine = [search(conn, model_of(conn), np.array(q, dtype=np.float32), ns, 7, now=now_ms()) for ns, q in queries]
     sqlite_store.close()
     done = subprocess.run([sys.executable, "-c", SUBPROCESS_SEARCH, str(db_path), json.dumps(queries)], capture_output=True, text=True, check=True)
     theirs = json.loads(done.stdout)
@@ -371,7 +373,7 @@ def test_the_nightly_semantic_phase_asks_the_index_for_the_new_memories_neighbou
             "SELECT m.id, m.seq, v.embedded_at, v.vector FROM memories m JOIN memory_vectors v ON v.memory_id = m.id ORDER BY m.id"
         )).all()  # fmt: skip
         mark = (sorted(row.seq for row in rows)[-11], 10**15, frozenset())  # the ten newest are new
-        by_index, compared = candidate_pairs(conn, model, "ns0", mark, 0.3)
+        by_index, compared = candidate_pairs(conn, model, "ns0", mark, 0.3, now_ms())
         by_matrix, _ = _pairs_by_matrix(rows, model, mark, 0.3)
         assert compared == 10 and by_index
         if store.is_sqlite:
@@ -396,7 +398,7 @@ def test_a_new_memory_with_more_neighbours_than_sqlite_vec_returns_gets_every_pa
             "SELECT m.id, m.seq, v.embedded_at, v.vector FROM memories m JOIN memory_vectors v ON v.memory_id = m.id ORDER BY m.id"
         )).all()  # fmt: skip
         mark = (max(row.seq for row in rows) - 1, 10**15, frozenset())  # the newest is new
-        by_index, compared = candidate_pairs(conn, model, "ns0", mark, 0.5)
+        by_index, compared = candidate_pairs(conn, model, "ns0", mark, 0.5, now_ms())
         by_matrix, _ = _pairs_by_matrix(rows, model, mark, 0.5)
     assert len(by_matrix) == count - 1
     assert [(p.a, p.b) for p in by_index] == [(p.a, p.b) for p in by_matrix]

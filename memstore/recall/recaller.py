@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
 
 from ..defaults import RECALL_MODES
 from ..errors import MemstoreError, ValidationError
-from ..records import now_ms
 from ..semantic.vectors import has_vectors
 from .as_of import AsOfSource
 from .fusion import Candidate
@@ -107,31 +106,22 @@ class Recall:
             return self.vectors.hits(conn, query_vector, namespace, k, now)
 
     def hybrid_candidates(
-        self, conn: Connection, query: str, namespace: str, query_vector: Any, depth: int, now: int | None = None
+        self, conn: Connection, query: str, namespace: str, query_vector: Any, depth: int, now: int
     ) -> tuple[dict[str, dict[str, Any]], list[Candidate]]:
         """What hybrid recall fuses at `now` (`memstore.recall.pipeline.hybrid_candidates`), for
-        scripts/eval_recall.py's weight sweep, which calls it outside the store (so `now` defaults to
-        the clock)."""
-        source = LiveSource(conn, namespace, now_ms() if now is None else now, self.vectors)
+        scripts/eval_recall.py's weight sweep, which calls it outside the store."""
+        source = LiveSource(conn, namespace, now, self.vectors)
         return hybrid_candidates(source, query, query_vector, depth, source.nearest(query_vector, depth))
 
 
 @dataclass(frozen=True)
 class CheckRanking:
-    """Recall as a recall check sees it: one mode, the checks' queries embedded up front, and the
-    moment the checks read at (`at(now)`)."""
+    """Recall as a recall check sees it: one mode, and the checks' queries embedded up front."""
 
     recall: Recall
     mode: str
     vectors: dict[str, Any]
-    now: int | None = None
 
-    def at(self, now: int) -> CheckRanking:
-        """This ranking, reading the live set at `now`."""
-        return replace(self, now=now)
-
-    def top_ids(self, conn: Connection, query: str, k: int, namespace: str) -> list[str]:
-        """The ids recall returns for `query`, best first, in the state `conn` sees. (Without a
-        moment given, at the clock's: a job's checks, which run inside the job's transaction.)"""
-        now = now_ms() if self.now is None else self.now
+    def top_ids(self, conn: Connection, query: str, k: int, namespace: str, now: int) -> list[str]:
+        """The ids recall returns for `query`, best first, in the state `conn` sees at `now`."""
         return [row["id"] for row in self.recall.ranked_rows(conn, query, k, namespace, self.mode, self.vectors.get(query), now)]

@@ -21,7 +21,6 @@ from ..db import rows_in
 from ..live_counts import live_counts
 from ..reference import stage1_order
 from ..runs import ConsolidationReport, archive_ids, archived_entries, finish_run, lock_jobs, max_seq, merge_recall_history, saved_marks, start_run
-from ..records import now_ms
 from ..schema import contradiction_flags, memories, memory_vectors, unexpired
 from ..schema import consolidation_runs as runs
 from .pairs import DUPLICATE_AT, RELATED_AT, classify
@@ -90,9 +89,9 @@ def _marks(conn: Connection, kind: str, namespace: str, before_run: int) -> tupl
 
 
 def candidate_pairs(
-    conn: Connection, model: EmbeddingModel, namespace: str, since: tuple[int, int, frozenset[str]] | None, related_at: float
+    conn: Connection, model: EmbeddingModel, namespace: str, since: tuple[int, int, frozenset[str]] | None, related_at: float, now: int
 ) -> tuple[list[Pair], int]:
-    """Pairs of live memories of `namespace` at cosine >= related_at with at least one side new
+    """Pairs of memories of `namespace` live at `now` at cosine >= related_at with at least one side new
     since `since` (every pair when None), best first then by ids; and how many were new.
 
     A nightly run with the vector index asks it for the neighbours of each new memory, so its cost
@@ -104,7 +103,7 @@ def candidate_pairs(
         select(memories.c.id, memories.c.seq, memory_vectors.c.embedded_at, memory_vectors.c.vector, memory_vectors.c.model)
         .join(memory_vectors, memory_vectors.c.memory_id == memories.c.id)
         # An expired memory is out of sight, and never the survivor of a merge.
-        .where(memories.c.namespace == namespace, unexpired(memories, now_ms()))
+        .where(memories.c.namespace == namespace, unexpired(memories, now))
         .order_by(memories.c.id)
     )
 
@@ -120,13 +119,15 @@ def candidate_pairs(
         seen = {row.id for row in new_rows}
         deferred_rows = rows_in(conn, of_namespace, memories.c.id, sorted(deferred))
         new_rows = sorted([*new_rows, *of_model(row for row in deferred_rows if row.id not in seen)], key=lambda row: row.id)
-        pairs = _pairs_by_index(conn, model, namespace, new_rows, related_at)
+        pairs = _pairs_by_index(conn, model, namespace, new_rows, related_at, now)
         if pairs is not None:
             return pairs, len(new_rows)
     return _pairs_by_matrix(of_model(conn.execute(of_namespace)), model, since, related_at)
 
 
-def _pairs_by_index(conn: Connection, model: EmbeddingModel, namespace: str, new_rows, related_at: float) -> list[Pair] | None:
+def _pairs_by_index(
+    conn: Connection, model: EmbeddingModel, namespace: str, new_rows, related_at: float, now: int
+) -> list[Pair] | None:
     """The candidate pairs of the new memories, from their nearest neighbours in the vector index;
     None when a new memory has more neighbours at related_at than the index returns at once (the
     caller then compares with every vector of the namespace)."""
@@ -145,7 +146,7 @@ def _pairs_by_index(conn: Connection, model: EmbeddingModel, namespace: str, new
                 return None
             depth *= 4
         # Live ones only: the index may hold a memory a shell edit deleted since.
-        others, vectors = live_vectors(conn, model, [memory_id for memory_id, _ in nearest if memory_id != row.id], namespace)
+        others, vectors = live_vectors(conn, model, [memory_id for memory_id, _ in nearest if memory_id != row.id], namespace, now=now)
         if not others:
             continue
         for other, value in zip(others, vectors @ from_blobs([row.vector], model.dim)[0]):
@@ -196,11 +197,12 @@ def _classified(
     namespace: str,
     duplicate_at: float,
     related_at: float,
+    now: int,
 ) -> Iterator[tuple[Pair, str, str, dict, dict]]:
     """The candidate pairs of `namespace` new since the last run of the report's kind, each with the
     classifier's verdict and both rows; counts them into the report."""
     since = _marks(conn, report.kind, namespace, run_id)
-    pairs, compared = candidate_pairs(conn, model, namespace, since, related_at)
+    pairs, compared = candidate_pairs(conn, model, namespace, since, related_at, now)
     report.compared += compared
     report.pairs += len(pairs)
     rows = _live_rows(conn, {p.a for p in pairs} | {p.b for p in pairs})
@@ -249,7 +251,7 @@ def semantic_in_transaction(
         lost: set[str] = set()
         won: set[str] = set()
         losers: list[tuple[str, str, float]] = []
-        for pair, kind, _, row_a, row_b in _classified(conn, report, run_id, model, each, duplicate_at, related_at):
+        for pair, kind, _, row_a, row_b in _classified(conn, report, run_id, model, each, duplicate_at, related_at, now):
             if kind != "duplicate" or pair.a in lost or pair.b in lost:
                 continue
             winner, loser = sorted((row_a, row_b), key=stage1_order)
@@ -287,7 +289,7 @@ def contradict_in_transaction(
     updated side's flag is on its new version already, so the new version's pair is known."""
     report, run_id, counts, model = _begin(conn, "contradict", namespace, now, duplicate_at, related_at, dry_run)
     for each in _namespaces(conn, namespace):
-        for pair, kind, reason, row_a, row_b in _classified(conn, report, run_id, model, each, duplicate_at, related_at):
+        for pair, kind, reason, row_a, row_b in _classified(conn, report, run_id, model, each, duplicate_at, related_at, now):
             if kind != "contradiction":
                 continue
             older, newer = sorted((row_a, row_b), key=lambda row: (row["timestamp"], row["id"]))

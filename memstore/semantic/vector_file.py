@@ -216,9 +216,9 @@ def bring_up_to_date(engine: Engine, namespaces: Iterable[str]) -> int:
 
 
 def search(
-    conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int, *, now: int | None = None
+    conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int, *, now: int
 ) -> list[tuple[str, float]]:
-    """What `vectors.search` answers (at `now`, default the clock's), from the namespace's vector
+    """What `vectors.search` answers (at `now`), from the namespace's vector
     file when the store is a SQLite file whose connection cannot keep the vector index, else as
     `vectors.search` does."""
     store_path = vector_file_store(conn, model)

@@ -33,7 +33,6 @@ from sqlalchemy import Connection, Integer, Text, cast, delete, func, insert, se
 from .. import vector_index
 from ..db import chunked, rows_in, sqlite_vec_path
 from ..errors import MemstoreError
-from ..records import now_ms
 from ..schema import is_unexpired, memories, memory_archive, memory_vectors, memstore_settings, unexpired
 from .embed import from_blobs, to_blob
 
@@ -254,7 +253,7 @@ def _vectors_of(
     conn: Connection, model: EmbeddingModel, ids: Sequence[str], namespace: str | None = None, now: int | None = None
 ) -> dict[str, bytes]:
     """The blobs of `model` for `ids` (and, with `namespace`, only of live memories of it not expired
-    at `now`, by default the clock's), looked up by memory id. The model is compared here, not in SQL: with it SQLite walks the model's index
+    at `now`), looked up by memory id. The model is compared here, not in SQL: with it SQLite walks the model's index
     over every vector instead of looking the few ids up. A vector that is not usable is left out."""
     if namespace is None:
         query = select(memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector)
@@ -266,7 +265,7 @@ def _vectors_of(
     query = select(
         memory_vectors.c.memory_id, memory_vectors.c.model, memory_vectors.c.vector, memories.c.namespace, memories.c.expires_at
     ).join(memories, memories.c.id == memory_vectors.c.memory_id)
-    now = now_ms() if now is None else now
+    assert now is not None, "a namespace's live vectors are read at a moment"
     return {
         row.memory_id: row.vector
         for row in rows_in(conn, query, memory_vectors.c.memory_id, list(ids))
@@ -276,27 +275,26 @@ def _vectors_of(
 
 
 def live_vectors(
-    conn: Connection, model: EmbeddingModel, ids: Sequence[str], namespace: str, *, now: int | None = None
+    conn: Connection, model: EmbeddingModel, ids: Sequence[str], namespace: str, *, now: int
 ) -> tuple[list[str], np.ndarray]:
-    """The ids of `ids` that are live memories of `namespace`, not expired at `now` (default: the
-    clock's), with a vector of `model`, by id, and their vectors."""
+    """The ids of `ids` that are live memories of `namespace`, not expired at `now`, with a
+    vector of `model`, by id, and their vectors."""
     found = sorted(_vectors_of(conn, model, ids, namespace, now).items())
     return [memory_id for memory_id, _ in found], from_blobs((blob for _, blob in found), model.dim)
 
 
-def live_ids(conn: Connection, ids: Sequence[str], namespace: str, *, now: int | None = None) -> set[str]:
-    """Which of `ids` are live memories of `namespace`, not expired at `now` (default: the clock's;
-    compared here: with the namespace in SQL, SQLite may walk the namespace's index instead of
+def live_ids(conn: Connection, ids: Sequence[str], namespace: str, *, now: int) -> set[str]:
+    """Which of `ids` are live memories of `namespace`, not expired at `now` (compared
+    here: with the namespace in SQL, SQLite may walk the namespace's index instead of
     looking the few ids up)."""
     rows = rows_in(conn, select(memories.c.id, memories.c.namespace, memories.c.expires_at), memories.c.id, list(ids))
-    now = now_ms() if now is None else now
     return {row.id for row in rows if row.namespace == namespace and is_unexpired(row._mapping, now)}
 
 
 def search(
-    conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int, *, now: int | None = None
+    conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int, *, now: int
 ) -> list[tuple[str, float]]:
-    """The k live memories of `namespace` not expired at `now` (default: the clock's) most similar
+    """The k live memories of `namespace` not expired at `now` most similar
     to `query_vector`: (id, cosine), best first, ties by id. In the database's vector index when it
     is ready, else over the namespace's vectors with NumPy."""
     if k <= 0:
@@ -310,7 +308,7 @@ def search(
 
 
 def _search_index(
-    conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int, now: int | None
+    conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int, now: int
 ) -> list[tuple[str, float]] | None:
     """The index's answer, or None when it cannot prove one (ties past what it may return)."""
     blob = to_blob(query_vector)
@@ -336,13 +334,13 @@ def _search_index(
         depth *= 4
 
 
-def namespace_vectors(conn: Connection, model: EmbeddingModel, namespace: str, *, now: int | None = None) -> tuple[list[str], np.ndarray]:
-    """Every live memory of `namespace`, not expired at `now` (default: the clock's), with a vector
+def namespace_vectors(conn: Connection, model: EmbeddingModel, namespace: str, *, now: int) -> tuple[list[str], np.ndarray]:
+    """Every live memory of `namespace`, not expired at `now`, with a vector
     of `model`, by id, and the vectors: what the NumPy path reads (that namespace's only)."""
     rows = conn.execute(
         select(memories.c.id, memory_vectors.c.model, memory_vectors.c.vector)
         .join(memory_vectors, memory_vectors.c.memory_id == memories.c.id)
-        .where(memories.c.namespace == namespace, unexpired(memories, now_ms() if now is None else now))  # the model compared below: see _vectors_of
+        .where(memories.c.namespace == namespace, unexpired(memories, now))  # the model compared below: see _vectors_of
         .order_by(memories.c.id)
     )
     # Of the wrong length, left out; holding a NaN, never a neighbour (`_best`): testing every value
@@ -456,8 +454,8 @@ class NamespaceVectors:
             held = sorted(memory_id for memory_id in set(ids) if memory_id in self.position)
             return dict(_ranked(held, self.columns[:, [self.position[memory_id] for memory_id in held]].T, query_vector))
 
-    def search(self, conn: Connection, query_vector: np.ndarray, k: int, *, now: int | None = None) -> list[tuple[str, float]]:
-        """What `search` answers (at `now`, default the clock's), from memory."""
+    def search(self, conn: Connection, query_vector: np.ndarray, k: int, *, now: int) -> list[tuple[str, float]]:
+        """What `search` answers at `now`, from memory."""
         with self.lock:
             self.refresh(conn)
             if k <= 0 or not self.ids:
