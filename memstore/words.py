@@ -33,7 +33,7 @@ FUNCTION_WORDS = frozenset(
     over under up down out off via per is are was were be been being am do does did done has have had
     having will would shall should can could may might must it its it's this that these those there
     here which who whom whose what when where how why i me my we us our you your he him his she her
-    they them their theirs also just only very really too any all each every some such other own same
+    they them their theirs also just only very really too any all each every some such many much other own same
     now still already again always usually often later soon yet ever""".split()
 )  # fmt: skip
 

@@ -25,6 +25,7 @@ class AsOfSource:
 
     def __init__(self, conn: Connection, namespace: str, at: int) -> None:
         self.conn, self.namespace, self.at = conn, namespace, at
+        self.moment = at
         # The rows the live table held at `at`, those expired by then included: the namespace's
         # size and word counts, as its full-text index had them.
         self.present = rows_at(conn, namespace, at, expired=True)

@@ -3,7 +3,7 @@
 Every candidate, found by the words or by the vectors, is judged on two scores it has whichever
 ranking found it, each comparable from one query to the next:
 
-    score = cosine + LEXICAL_WEIGHT * familiarity * coverage
+    score = cosine + LEXICAL_WEIGHT * familiarity * coverage [+ TIME_WEIGHT]
 
 * `cosine`: its similarity in meaning to the query (unit vectors, so -1 .. 1).
 * `coverage`: the share of the query's information the memory's words hold, 0 .. 1: each word of
@@ -24,6 +24,10 @@ decides. Plain reciprocal rank fusion (the baseline scripts/eval_recall.py measu
 relative bonus (a score over the best score of the query) cannot tell the two apart: both give the
 best word match of every query the same reward, however little it matched.
 
+A query that names a stretch of time ("last week", "in March": `memstore.recall.when`) adds
+TIME_WEIGHT to each candidate written inside it: among memories about the same thing, the ones
+from the time asked about come first. A query naming no time is ranked as before.
+
 Deterministic: equal scores are ordered by id. Pure Python.
 """
 
@@ -38,6 +42,9 @@ from ..words import tokens
 # What full coverage of the query's words is worth, in cosine (chosen on the tuning halves of
 # tests/data: see docs/semantic.md and scripts/eval_recall.py --tune).
 LEXICAL_WEIGHT = 0.65
+# What being written in the stretch of time the query names is worth, in cosine (chosen on the
+# tuning part of LongMemEval: docs/semantic.md).
+TIME_WEIGHT = 0.25
 
 LEXICAL = "lexical"
 SEMANTIC = "semantic"
@@ -60,6 +67,7 @@ class Candidate:
     cosine: float | None  # None: no vector yet (the memory waits for `embeddings sync`)
     word_match: float  # familiarity * coverage of the query's words, 0 .. 1
     found_by: tuple[str, ...]
+    in_time: bool = False  # written in a stretch of time the query names
 
 
 def word_weights(words: Sequence[str], holding: Mapping[str, int], total: int) -> dict[str, float]:
@@ -92,14 +100,17 @@ def familiarity(weights: Mapping[str, float], holding: Mapping[str, int]) -> flo
 def judged(
     rows: Mapping[str, Mapping[str, object]], lexical: Collection[str], semantic: Collection[str],
     similarity: Mapping[str, float], weights: Mapping[str, float], holding: Mapping[str, int],
+    spans: Sequence[tuple[int, int]] = (),
 ) -> list[Candidate]:
     """Each of `rows` (by id) as a Candidate: its cosine (`similarity`, None without a vector), its
     word match (familiarity * coverage of the query's `weights`; `holding`: how many memories hold
-    each word), and which rankings found it (`lexical`, `semantic`: their ids)."""
+    each word), which rankings found it (`lexical`, `semantic`: their ids), and whether its
+    timestamp falls in one of `spans` (the query's time windows, `memstore.recall.when`)."""
     familiar = familiarity(weights, holding)
     return [
         Candidate(memory_id, similarity.get(memory_id), familiar * coverage(weights, str(row["text"])),
-                  tuple(name for name, found in ((LEXICAL, memory_id in lexical), (SEMANTIC, memory_id in semantic)) if found))
+                  tuple(name for name, found in ((LEXICAL, memory_id in lexical), (SEMANTIC, memory_id in semantic)) if found),
+                  any(start <= int(row["timestamp"]) <= end for start, end in spans))
         for memory_id, row in rows.items()
     ]  # fmt: skip
 
@@ -117,8 +128,11 @@ def coverage(weights: Mapping[str, float], text: str) -> float:
     return sum(weight for word, weight in weights.items() if word in held) / total
 
 
-def fuse(candidates: Iterable[Candidate], k: int, *, lexical_weight: float = LEXICAL_WEIGHT) -> list[Fused]:
-    """The top `k` candidates by cosine + lexical_weight * word_match, ties by id. A candidate with no
+def fuse(
+    candidates: Iterable[Candidate], k: int, *, lexical_weight: float = LEXICAL_WEIGHT, time_weight: float = TIME_WEIGHT
+) -> list[Fused]:
+    """The top `k` candidates by cosine + lexical_weight * word_match (+ time_weight when written in
+    a time the query names), ties by id. A candidate with no
     vector yet is given the lowest cosine of the others (an upper bound of what it might have
     scored among them, so a fresh memory still competes on its words).
 
@@ -133,7 +147,7 @@ def fuse(candidates: Iterable[Candidate], k: int, *, lexical_weight: float = LEX
     candidates = list(candidates)
     floor = min((c.cosine for c in candidates if c.cosine is not None), default=0.0)
     scored = [
-        Fused(c.id, (floor if c.cosine is None else c.cosine) + lexical_weight * c.word_match, c.found_by)
+        Fused(c.id, (floor if c.cosine is None else c.cosine) + lexical_weight * c.word_match + time_weight * c.in_time, c.found_by)
         for c in candidates
     ]
     scored.sort(key=lambda fused: (-fused.score, fused.id))

@@ -61,6 +61,7 @@ class LiveSource:
 
     def __init__(self, conn: Connection, namespace: str, now: int, vectors: HeldVectors) -> None:
         self.conn, self.namespace, self.now, self.vectors = conn, namespace, now, vectors
+        self.moment = now
 
     def lexical(self, query: str, k: int) -> list[dict[str, Any]]:
         return recall_rows(self.conn, query, k, self.namespace, now=self.now)

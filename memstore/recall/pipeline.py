@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from .fusion import LEXICAL, SEMANTIC, Candidate, fuse, judged, word_weights
 from .lexical import NamespaceCounts
+from .when import windows
 
 
 def fusion_depth(k: int) -> int:
@@ -24,7 +25,9 @@ def fusion_depth(k: int) -> int:
 
 
 class Source(Protocol):
-    """The memories of one namespace a recall sees, at one moment."""
+    """The memories of one namespace a recall sees, at one moment (`moment`, Unix ms)."""
+
+    moment: int
 
     def lexical(self, query: str, k: int) -> list[dict[str, Any]]:
         """The full-text ranking's top k rows, best first, each with `score`."""
@@ -62,7 +65,7 @@ def hybrid_candidates(
 ) -> tuple[dict[str, dict[str, Any]], list[Candidate]]:
     """What hybrid recall fuses: the rows of the top `depth` of both rankings (`hits`: the vector
     ranking's), and each as a `Candidate`: its cosine, its coverage of the query's words weighed in
-    the namespace, which rankings found it."""
+    the namespace, which rankings found it, whether it was written in a time the query names."""
     found, words, counts = source.lexical_with_counts(query, depth)
     lexical = {row["id"]: row for row in found}
     semantic = dict(hits)
@@ -70,4 +73,4 @@ def hybrid_candidates(
     similarity = {**source.cosines([memory_id for memory_id in lexical if memory_id not in semantic], query_vector), **semantic}
     rows = {**source.rows([memory_id for memory_id in semantic if memory_id not in lexical]), **lexical}
     weights = word_weights(words, counts.holding, counts.memories)
-    return rows, judged(rows, lexical, semantic, similarity, weights, counts.holding)
+    return rows, judged(rows, lexical, semantic, similarity, weights, counts.holding, windows(query, source.moment))
