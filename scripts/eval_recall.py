@@ -28,7 +28,8 @@ statistics, outside memstore); plain RRF (k = 60) of that BM25 and the vector ra
 
 The figures printed by default are the test half's; `--half tune` prints the tuning half (what the
 defaults were chosen on, not a result); `--tune` prints the sweep of `LEXICAL_WEIGHT` on the tuning
-halves and the rule that chose it. The tests import this module (tests/test_eval_recall.py), so the
+halves and the rule that chose it, and with `--longmemeval tuning` the sweep of `TIME_WEIGHT` on
+LongMemEval's tuning part. The tests import this module (tests/test_eval_recall.py), so the
 figures they assert are the figures printed here. The model: --model DIR, else
 $MEMSTORE_TEST_MODEL_DIR, else .model-cache/minilm (built by scripts/offline-model when missing).
 """
@@ -49,7 +50,7 @@ from typing import Any
 from memstore import MemoryStore
 from memstore.db import read_transaction
 from memstore.recall import fusion_depth
-from memstore.recall.fusion import LEXICAL, LEXICAL_WEIGHT, SEMANTIC, Fused, fuse
+from memstore.recall.fusion import LEXICAL, LEXICAL_WEIGHT, SEMANTIC, TIME_WEIGHT, Fused, fuse
 from memstore.records import now_ms
 from memstore.words import tokens
 from scripts import REPO, longmemeval
@@ -214,7 +215,7 @@ def evaluate(
     when its data is here, else the test slice), the targets on the test halves, and (with `tune`)
     the sweep."""
     sets = load_sets()
-    report: dict[str, Any] = {"model_dir": str(model_dir), "lexical_weight": LEXICAL_WEIGHT, "sets": {}}
+    report: dict[str, Any] = {"model_dir": str(model_dir), "lexical_weight": LEXICAL_WEIGHT, "time_weight": TIME_WEIGHT, "sets": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for name, data in sets.items():
             store = build_store(Path(tmp), name, data["memories"], model_dir)
@@ -237,23 +238,27 @@ def evaluate(
                 entry["sweep"] = {half: sweep(part) for half, part in halves.items()}
             report["sets"][name] = entry
         part = longmemeval_part or ("test" if (longmemeval.DATA / "questions.jsonl").exists() else "slice")
-        report["longmemeval"] = evaluate_longmemeval(Path(tmp), model_dir, part, longmemeval_store)
+        report["longmemeval"] = evaluate_longmemeval(Path(tmp), model_dir, part, longmemeval_store, tune=tune and part == "tuning")
     report["targets"] = targets(report, "test")
     if tune:
         report["tuning"] = choose_weight(report)
     return report
 
 
-def evaluate_longmemeval(directory: Path, model_dir: Path, part: str, store_path: Path | None) -> dict[str, Any]:
+def evaluate_longmemeval(directory: Path, model_dir: Path, part: str, store_path: Path | None, *, tune: bool = False) -> dict[str, Any]:
     """LongMemEval's figures on `part` (scripts/longmemeval.py), in a store built in `directory` or
-    in `store_path` (one that holds the part's memories, embedded: built when missing)."""
+    in `store_path` (one that holds the part's memories, embedded: built when missing); with
+    `tune` (the tuning part only), the sweep TIME_WEIGHT was chosen on."""
     memories, questions = longmemeval.load(part)
     if store_path is not None and store_path.exists():
         store = MemoryStore(store_path, create=False)
     else:
         store = build_store(directory if store_path is None else store_path.parent, "longmemeval" if store_path is None else store_path.stem, memories, model_dir)
     try:
-        return {"part": part, "memories": len(memories), **longmemeval.evaluate(store, PlainBM25(memories), questions)}
+        entry = {"part": part, "memories": len(memories), **longmemeval.evaluate(store, PlainBM25(memories), questions)}
+        if tune:
+            entry["time_sweep"] = longmemeval.time_sweep(store, questions)
+        return entry
     finally:
         store.close()
 
@@ -265,7 +270,7 @@ def targets(report: dict[str, Any], half: str) -> dict[str, bool]:
         f"{name}: {text}": check({m: report["sets"][name]["figures"][half][m]["recall@5"] for m in METHODS})
         for (name, text), check in TARGETS.items()
     }
-    if "longmemeval" in report:
+    if "longmemeval" in report and report["longmemeval"]["part"] != "tuning":  # the tuning part is no result
         margin = longmemeval_margins(report["longmemeval"])["share@5"]
         checked[f"longmemeval: hybrid share@5 >= best of lexical, semantic and plain BM25 + {LONGMEMEVAL_MARGIN}"] = margin >= LONGMEMEVAL_MARGIN - 1e-9
     return checked
@@ -296,7 +301,8 @@ def choose_weight(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def print_text(report: dict[str, Any], half: str) -> None:
-    print(f"model: {report['model_dir']}; hybrid fusion: cosine + {report['lexical_weight']} x familiarity x coverage")
+    print(f"model: {report['model_dir']}; hybrid fusion: cosine + {report['lexical_weight']} x familiarity x coverage"
+          f" (+ {report['time_weight']} when written in a time the question names)")
     label = "test half (held out from tuning)" if half == "test" else "TUNING half (what the defaults were chosen on: not a result)"
     for name, entry in report["sets"].items():
         tuned_on = entry["tuned_on"]
@@ -318,6 +324,10 @@ def print_text(report: dict[str, Any], half: str) -> None:
               f"{entry['memories']} memories, each question in its own namespace, asked at its own date")  # fmt: skip
         longmemeval.print_table(entry)
         print("hybrid's lead over the best of the others (all questions): " + ", ".join(f"{k} {v:+.3f}" for k, v in longmemeval_margins(entry).items()))
+        if "time_sweep" in entry:
+            print()
+            print(f"Tuning TIME_WEIGHT on this tuning part (in the code: {report['time_weight']}): hybrid recall at each weight")
+            longmemeval.print_sweep(entry["time_sweep"])
     print()
     for target, met in (report["targets"] if half == "test" else targets(report, half)).items():
         print(f"target ({half} halves, recall@5) {target}: {'met' if met else 'MISSED'}")
@@ -335,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.eval_recall", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=None, help="local model directory (default: .model-cache/minilm)")
     parser.add_argument("--half", choices=["test", "tune"], default="test", help="which half's figures to print")
-    parser.add_argument("--tune", action="store_true", help="also print the LEXICAL_WEIGHT sweep on the tuning halves")
+    parser.add_argument("--tune", action="store_true", help="also print the LEXICAL_WEIGHT sweep on the tuning halves (and TIME_WEIGHT's with --longmemeval tuning)")
     parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
     parser.add_argument("--longmemeval", choices=["test", "tuning", "slice"], default=None, help="LongMemEval's part (default: test when its data is here, else slice)")
     parser.add_argument("--longmemeval-store", type=Path, default=None, help="a store file holding that part's memories, embedded (built there when missing)")

@@ -29,6 +29,8 @@ from typing import Any
 
 from memstore import MemoryStore
 from memstore.db import read_transaction
+from memstore.recall import fusion_depth
+from memstore.recall.fusion import fuse
 from scripts import REPO
 
 DATA = REPO.parent / "shared" / "data" / "longmemeval"
@@ -131,10 +133,32 @@ def rankings(store: MemoryStore, bm25: Any, questions: list[dict[str, Any]]) -> 
     return rows
 
 
-def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+# The TIME_WEIGHT values `time_sweep` tries (on the tuning part only).
+TIME_GRID = [round(0.05 * i, 2) for i in range(0, 11)]
+
+
+def time_sweep(store: MemoryStore, questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Hybrid recall's figures at each TIME_GRID weight: the same candidates, fused again."""
+    candidates = []
+    for question in questions:
+        query, namespace, now = question["question"], question["namespace"], question_moment(question)
+        query_vector = store.embeddings.query_vector(query)
+        with read_transaction(store.engine) as conn:
+            candidates.append(store.recaller.hybrid_candidates(conn, query, namespace, query_vector, fusion_depth(max(KS)), now)[1])
+    out = []
+    for weight in TIME_GRID:
+        rows = [
+            {"question": question, "ranked": {"hybrid": [fused.id for fused in fuse(found, max(KS), time_weight=weight)]}}
+            for question, found in zip(questions, candidates)
+        ]  # fmt: skip
+        out.append({"time_weight": weight, **figures(rows, ("hybrid",))["hybrid"]})
+    return out
+
+
+def figures(rows: list[dict[str, Any]], methods: Iterable[str] = METHODS) -> dict[str, Any]:
     """Per method: the figures over all questions, and by question type ("n": how many)."""
     out: dict[str, Any] = {}
-    for method in METHODS:
+    for method in methods:
         groups = {"all": rows, **{kind: [r for r in rows if r["question"]["type"] == kind] for kind in TYPES}}
         out[method] = {}
         for name, part in groups.items():
@@ -146,6 +170,13 @@ def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def evaluate(store: MemoryStore, bm25: Any, questions: list[dict[str, Any]]) -> dict[str, Any]:
     return {"questions": len(questions), "figures": figures(rankings(store, bm25, questions))}
+
+
+def print_sweep(sweep: list[dict[str, Any]]) -> None:
+    print("| time_weight | turn_any@5 | share@5 | " + " | ".join(f"share@5 {kind}" for kind in TYPES) + " |")
+    for point in sweep:
+        cells = [f"{point[kind]['share@5']:.3f}" if kind in point else "-" for kind in TYPES]
+        print(f"| {point['time_weight']:11} | {point['all']['turn_any@5']:10.3f} | {point['all']['share@5']:7.3f} | " + " | ".join(cells) + " |")
 
 
 def print_table(entry: dict[str, Any]) -> None:
