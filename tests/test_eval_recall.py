@@ -16,10 +16,16 @@ DATA = REPO / "tests" / "data"
 
 
 @pytest.fixture(scope="session")
-def evaluation(model_dir):
+def longmemeval_store(tmp_path_factory):
+    """Where the evaluation builds LongMemEval's slice store (kept for the session)."""
+    return tmp_path_factory.mktemp("longmemeval") / "slice.db"
+
+
+@pytest.fixture(scope="session")
+def evaluation(model_dir, longmemeval_store):
     from scripts import eval_recall
 
-    return eval_recall.evaluate(model_dir, longmemeval_part="slice")
+    return eval_recall.evaluate(model_dir, longmemeval_part="slice", longmemeval_store=longmemeval_store)
 
 
 def load(path):
@@ -108,3 +114,18 @@ def test_the_longmemeval_split_is_by_question_and_stratified_and_the_slice_is_it
     assert by_type == longmemeval.SLICE_PER_TYPE
     assert len({m["id"] for m in memories}) == len(memories) and {m["namespace"] for m in memories} == set(ids)
     assert all(q["evidence_ids"] and set(q["evidence_ids"]) <= {m["id"] for m in memories} for q in questions)
+
+
+def test_the_time_weight_sweep_gives_at_the_weight_in_the_code_what_recall_returns(evaluation, longmemeval_store):
+    """`--longmemeval tuning --tune`'s sweep re-fuses the same candidates at each TIME_WEIGHT: at the
+    weight in the code it gives hybrid recall's own figures (run here on the slice's store)."""
+    from memstore import MemoryStore
+    from memstore.recall.fusion import TIME_WEIGHT
+    from scripts import longmemeval
+
+    _, questions = longmemeval.load("slice")
+    with MemoryStore(longmemeval_store, create=False) as store:
+        sweep = longmemeval.time_sweep(store, questions)
+    assert [point["time_weight"] for point in sweep] == longmemeval.TIME_GRID
+    at_code = next(point for point in sweep if point["time_weight"] == TIME_WEIGHT)
+    assert {key: value for key, value in at_code.items() if key != "time_weight"} == evaluation["longmemeval"]["figures"]["hybrid"]
