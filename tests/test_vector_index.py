@@ -99,7 +99,7 @@ def test_search_in_the_index_answers_what_numpy_answers_over_the_namespace(store
                 key=lambda hit: (-hit[1], hit[0]),
             )
             for k in (1, 5, 17):
-                got = search(conn, model, np.array(query, dtype=np.float32), namespace, k)
+                got = search(conn, model, np.array(query, dtype=np.float32), namespace, k, now=now_ms())
                 if store.is_sqlite:  # an exact scan of the namespace
                     assert [i for i, _ in got] == [i for i, _ in expected[:k]]
                 else:  # HNSW is approximate
@@ -171,11 +171,11 @@ def test_past_sqlite_vecs_depth_limit_the_index_answers_what_numpy_answers(sqlit
     with read_transaction(store.engine) as conn:
         assert store.embedding_status()["search"] == "sqlite-vec"
         for namespace, k in (("ties", 3), ("ties", SQLITE_MAX_K + 50), ("gone", 5)):
-            got = search(conn, model, query, namespace, k)
+            got = search(conn, model, query, namespace, k, now=now_ms())
             assert got == _numpy_answer(conn, model, query, namespace, k)
-        assert [i for i, _ in search(conn, model, query, "ties", 3)] == ["a0", "a1", "a2"]
-        assert len(search(conn, model, query, "ties", SQLITE_MAX_K + 50)) == SQLITE_MAX_K + 50
-        assert [i for i, _ in search(conn, model, query, "gone", 5)] == ["f000", "f001", "f002", "f003", "f004"]
+        assert [i for i, _ in search(conn, model, query, "ties", 3, now=now_ms())] == ["a0", "a1", "a2"]
+        assert len(search(conn, model, query, "ties", SQLITE_MAX_K + 50, now=now_ms())) == SQLITE_MAX_K + 50
+        assert [i for i, _ in search(conn, model, query, "gone", 5, now=now_ms())] == ["f000", "f001", "f002", "f003", "f004"]
 
 SUBPROCESS_SEARCH = """
 import json, sys
