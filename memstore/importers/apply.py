@@ -126,10 +126,14 @@ def import_in_transaction(
     if to_archive:
         report.run_id = forget_in_transaction(conn, to_archive, forget_reason, None, now).run_id
     archived = set(to_archive)
+    counted: set[str] = set()
     for item, kind in zip(planned.prepared, planned.kinds):
         row_id = item.row["id"]
-        if row_id not in kept:
+        # A later record of an id already written is a repeat or a conflict (skipped with
+        # --skip-invalid): the id's first record is what was kept.
+        if row_id not in kept or row_id in counted:
             continue
+        counted.add(row_id)
         counts = report.kinds.setdefault(kind, {"added": 0, "unchanged": 0, "archived": 0})
         counts["added" if row_id in added else "unchanged"] += 1
         counts["archived"] += row_id in archived
