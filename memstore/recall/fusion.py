@@ -38,6 +38,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..words import tokens
+from .when import inside
 
 # What full coverage of the query's words is worth, in cosine (chosen on the tuning halves of
 # tests/data: see docs/semantic.md and scripts/eval_recall.py --tune).
@@ -110,7 +111,7 @@ def judged(
     return [
         Candidate(memory_id, similarity.get(memory_id), familiar * coverage(weights, str(row["text"])),
                   tuple(name for name, found in ((LEXICAL, memory_id in lexical), (SEMANTIC, memory_id in semantic)) if found),
-                  any(start <= int(row["timestamp"]) <= end for start, end in spans))
+                  inside(int(row["timestamp"]), spans))
         for memory_id, row in rows.items()
     ]  # fmt: skip
 

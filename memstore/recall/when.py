@@ -28,6 +28,7 @@ A memory tells of an event when it is written, or some days after: every window'
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
 DAY_MS = 86_400_000
@@ -85,7 +86,7 @@ def windows(query: str, now: int) -> list[tuple[int, int]]:
     return [(start, end + WRITTEN_WITHIN_DAYS * DAY_MS) for start, end in found]
 
 
-def inside(timestamp: int, spans: list[tuple[int, int]]) -> bool:
+def inside(timestamp: int, spans: Sequence[tuple[int, int]]) -> bool:
     """Whether `timestamp` falls in any of `spans` (`windows`' answer)."""
     return any(start <= timestamp <= end for start, end in spans)
 
