@@ -111,7 +111,7 @@ def judged(
     return [
         Candidate(memory_id, similarity.get(memory_id), familiar * coverage(weights, str(row["text"])),
                   tuple(name for name, found in ((LEXICAL, memory_id in lexical), (SEMANTIC, memory_id in semantic)) if found),
-                  inside(int(row["timestamp"]), spans))
+                  bool(spans) and inside(int(row["timestamp"]), spans))
         for memory_id, row in rows.items()
     ]  # fmt: skip
 
