@@ -21,3 +21,20 @@ def stored_rows(conn: Connection, ids: Sequence[str]) -> dict[str, dict[str, Any
         for row in rows_in(conn, select(table), table.c.id, ids):
             found[row.id] = dict(row._mapping)
     return found
+
+
+def texts_of(conn: Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """For each of `ids` stored live or archived: {"id", "namespace", "text", "timestamp", "state"}
+    ("live" or "archived"): what a person reads beside an id."""
+    found: dict[str, dict[str, Any]] = {}
+    for table, state in ((archive, "archived"), (memories, "live")):
+        query = select(table.c.id, table.c.namespace, table.c.text, table.c.timestamp)
+        for row in rows_in(conn, query, table.c.id, sorted(set(ids))):
+            found[row.id] = {"id": row.id, "namespace": row.namespace, "text": row.text, "timestamp": row.timestamp, "state": state}
+    return found
+
+
+def with_texts(conn: Connection, ids: Sequence[str]) -> list[dict[str, Any]]:
+    """`ids` in their order, each as `texts_of` gives it ({"id", "text": None, ...} if no longer stored)."""
+    found = texts_of(conn, ids)
+    return [found.get(memory_id) or {"id": memory_id, "namespace": None, "text": None, "timestamp": None, "state": None} for memory_id in ids]

@@ -150,7 +150,7 @@ def what_it_did(run: dict[str, Any], raised: int, settled: int) -> dict[str, int
     if kind in ("forget", "update", "supersede"):
         did = {"forget": {"forgotten": run["live_before"]}, "update": {"updated": 1}, "supersede": {"superseded": 1}}[kind]
     if kind == "dismiss":
-        return {"dismissed": 1}
+        return {"dismissed": params.get("dismissed", 1)}
     # A restored contradict run's flags are gone; its params still count them.
     did.update(flagged=max(raised, params.get("flagged", 0)), flags_settled=settled)
     return {name: count for name, count in did.items() if count}

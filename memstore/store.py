@@ -394,6 +394,33 @@ class MemoryStore:
 
         return self._write(lambda conn, now: dismiss(conn, flag_id, now))
 
+    def flag_page(
+        self, namespace: str | None = None, *, status: str = "open", reason: str | None = None,
+        flagged_before: int | None = None, flagged_after: int | None = None, sort: str = "newest",
+        limit: int | None = None, offset: int = 0,
+    ) -> dict[str, Any]:
+        """One page of contradiction flags for a person to work through (memstore.flag_review): of one
+        namespace (None: all), `status` (open, resolved, dismissed, all), whose reason holds `reason`,
+        raised before `flagged_before` / at or after `flagged_after` (Unix ms), sorted "newest",
+        "strongest" or "oldest" (ties by id); `limit` per page (default FLAG_PAGE_SIZE, 50). {"flags" (each with both texts, states, timestamps and
+        `differs`), "total", "offset", "limit", "sort", "next_offset", "filter", "elsewhere"}."""
+        from .flag_review import FlagFilter, flag_page
+
+        chosen = FlagFilter(namespace, status, reason, flagged_before, flagged_after)
+        return self._read(lambda conn, now: flag_page(conn, chosen, sort=sort, limit=limit, offset=offset))
+
+    def dismiss_flags(
+        self, ids: Sequence[int] | None = None, *, namespace: str | None = None, reason: str | None = None,
+        flagged_before: int | None = None, flagged_after: int | None = None, expect: int | None = None,
+    ) -> dict[str, Any]:
+        """Dismiss many open flags as ONE run of kind `dismiss` that one `restore` undoes: the flags
+        `ids` (each open), or every open flag the filter picks (as `flag_page` filters), whose number
+        must equal `expect`. {"run_id", "namespace", "dismissed": [ids], "flags": [with texts]}."""
+        from .flag_review import FlagFilter, dismiss_flags
+
+        chosen = None if ids is not None else FlagFilter(namespace, "open", reason, flagged_before, flagged_after)
+        return self._write(lambda conn, now: dismiss_flags(conn, now, ids=ids, chosen=chosen, expect=expect))
+
     # -- forget, update, supersede ---------------------------------------------------------------
 
     def forget(self, ids: Sequence[str], *, reason: str | None = None, namespace: str | None = None) -> LifecycleReport:

@@ -1,9 +1,9 @@
 """Shared fixtures: real SQLite files, a real PostgreSQL server, and nothing touching the user's store.
 
-`store` runs a test on both backends. The PostgreSQL server is started once per test run by the
-test command itself (initdb + pg_ctl in a temp dir, see tests/pgserver.py), or taken from
-MEMSTORE_TEST_POSTGRES_URL (an admin URL); if neither works the PostgreSQL tests fail, they are
-never skipped.
+`store` runs a test on both backends. The PostgreSQL server is started once per test process (each
+pytest-xdist worker starts its own, on a port of its own) by the tests themselves (initdb + pg_ctl
+in a temp dir, see tests/pgserver.py), or taken from MEMSTORE_TEST_POSTGRES_URL (an admin URL); if
+neither works the PostgreSQL tests fail, they are never skipped.
 """
 
 from __future__ import annotations
@@ -56,17 +56,66 @@ def is_slow(item) -> bool:
     return (
         getattr(function, "is_hypothesis_test", False)
         or (hasattr(function, "__code__") and _applies_given(function.__code__))
-        or item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES
+        or _module_name(item) in SLOW_MODULES
         or any(name in SLOW_FIXTURES for name in getattr(item, "fixturenames", ()))
         or (callspec is not None and callspec.params.get("store_url") == "postgresql")
     )
+
+
+# Running in parallel (scripts/test runs pytest-xdist: `-n N --dist loadscope --no-loadscope-reorder`),
+# the unit a worker takes is a module's tests, so that a module's module- and session-scoped fixtures
+# (a wheel built, a browser launched, a labelled set evaluated with the real model) are made once;
+# the modules of SPLIT_MODULES, whose tests share nothing costly, go out test by test instead
+# (`pytest_xdist_make_scheduler` below). Units go out in the order collected, and each worker
+# collects the longest modules first (LONGEST_FIRST, as measured), so that no long one starts late
+# and runs on alone at the end.
+SPLIT_MODULES = (
+    "test_docs_transcripts", "test_crosscheck", "test_bad_vectors", "test_copy", "test_semantic_store", "test_mcp",
+    "test_hardening_io", "test_as_of", "test_parameter_limits", "test_torture", "test_langgraph_ttl", "test_queued_writes",
+    "test_sharing", "test_privacy", "test_cli", "test_langgraph", "test_expiry",
+)  # fmt: skip
+LONGEST_FIRST = (
+    "test_probe", "test_eval_recall", "test_parameter_limits", "test_copy", "test_crosscheck", "test_docs_transcripts",
+    "test_as_of", "test_packaging", "test_torture", "test_bad_vectors", "test_mcp", "test_semantic_store", "test_web",
+    "test_hardening_io", "test_postgres", "test_incremental", "test_bad_input", "test_sharing", "test_langgraph_ttl",
+)  # fmt: skip
+
+
+def _module_name(item) -> str:
+    return item.module.__name__.rsplit(".", 1)[-1]
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--alone", choices=("exclude", "only"), default=None,
+        help="leave out the tests marked `alone` (for a parallel run), or run only them (the pass of their own "
+             "that scripts/test runs after it); by default every test runs",
+    )  # fmt: skip
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadscope` with this suite's scopes: a test module, or one test of SPLIT_MODULES.
+    (pytest-xdist's `loadgroup` would do, but it marks a group in `Item._nodeid`, which pytest 9.2
+    no longer reads.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if Path(module).stem in SPLIT_MODULES else module
+
+    return ModuleScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
     """Every test `is_slow` names is marked `slow`: `pytest -m "not slow"` is the quick loop, the
     full suite stays the default. Tests that need sqlite-vec in the store's own connection are
     deselected where this Python's sqlite3 cannot load it: the test command runs them again under a
-    Python that can (scripts/test)."""
+    Python that can (scripts/test). `--alone exclude|only` leaves out the tests marked `alone`, or
+    keeps only them."""
     for item in items:
         if is_slow(item):
             item.add_marker(pytest.mark.slow)
@@ -75,6 +124,18 @@ def pytest_collection_modifyitems(config, items):
         if unable:
             config.hook.pytest_deselected(items=unable)
             items[:] = [item for item in items if not item.get_closest_marker("sqlite_vec")]
+    both = [item.nodeid for item in items if item.get_closest_marker("alone") and (item.get_closest_marker("sqlite_vec") or item.get_closest_marker("every_python"))]
+    if both:  # the first run of scripts/test takes those markers, and has no pass for `alone`
+        raise pytest.UsageError(f"a test marked alone cannot be marked sqlite_vec or every_python too: {both}")
+    alone = config.getoption("alone")
+    if alone is not None:
+        keep = [item for item in items if (item.get_closest_marker("alone") is not None) == (alone == "only")]
+        if len(keep) < len(items):
+            config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+            items[:] = keep
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a pytest-xdist worker: the longest modules first
+        rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(_module_name(item), len(rank)))  # stable: a module keeps its order
 
 
 def pytest_report_header(config):
@@ -89,7 +150,9 @@ SEED_SAMPLE = [
     {"id": "m3", "text": "Deploys on Fridays", "timestamp": 5, "importance": 5},
 ]
 BACKENDS = ["sqlite", "postgresql"]
-TEMPLATE_DB = "memstore_template"
+# One template per pytest-xdist worker (gw0, gw1, ...): workers given one server of the user's own
+# (MEMSTORE_TEST_POSTGRES_URL) must not drop each other's template.
+TEMPLATE_DB = f"memstore_template_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 _database_numbers = itertools.count()
 
 

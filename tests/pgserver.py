@@ -103,7 +103,25 @@ class TempPostgres:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_temp_postgres() -> TempPostgres:
-    root = Path(tempfile.mkdtemp(prefix="memstore-pg-"))
-    os.chmod(root, 0o755)
-    return TempPostgres(root=root, bin_dir=find_bin_dir(), port=free_port()).start()
+def _lost_its_port(root: Path) -> bool:
+    """True when the server at `root` did not start because another process took its port between
+    `free_port` and the server's bind (several test workers start servers at once)."""
+    try:
+        log = (root / "server.log").read_text(errors="replace")
+    except OSError:
+        return False
+    return "Address already in use" in log
+
+
+def start_temp_postgres(attempts: int = 3) -> TempPostgres:
+    bin_dir = find_bin_dir()
+    for attempt in range(attempts):
+        root = Path(tempfile.mkdtemp(prefix="memstore-pg-"))
+        os.chmod(root, 0o755)
+        try:
+            return TempPostgres(root=root, bin_dir=bin_dir, port=free_port()).start()
+        except ServerUnavailable:
+            if not _lost_its_port(root) or attempt == attempts - 1:
+                raise
+            shutil.rmtree(root, ignore_errors=True)
+    raise AssertionError("unreachable")
