@@ -15,7 +15,9 @@ subject with different values (A -> B -> C gives three pairs). An event, a list 
 value never does. Paraphrases of one value are not contradictions.
 
 One line per stream: {"stream", "kind", "memories": [{"id", "day", "text", "fact"}], "contradictions":
-[[older_id, newer_id], ...]}. The split by stream into tuning and test halves is
+[[older_id, newer_id], ...]}. It also writes tests/data/flag_longmemeval.jsonl: real updates from the
+knowledge-update questions of LongMemEval (../shared/data/longmemeval), the clause of the oldest and
+of the newest evidence turn that holds the old and the new value. The split by stream into tuning and test halves is
 tests/data/flag_streams_split.json, written before any rule was tuned.
 """
 
@@ -291,7 +293,81 @@ def main() -> int:
     memories = sum(len(s["memories"]) for s in data)
     gold = sum(len(s["contradictions"]) for s in data)
     print(f"wrote {OUT.relative_to(REPO)}: {len(data)} streams, {memories} memories, {gold} contradicting pairs")
+    updates = longmemeval_updates()
+    with open(LONGMEMEVAL_OUT, "w", encoding="utf-8") as f:
+        for update in updates:
+            f.write(json.dumps(update, ensure_ascii=False) + "\n")
+    print(f"wrote {LONGMEMEVAL_OUT.relative_to(REPO)}: {len(updates)} knowledge updates of LongMemEval")
     return 0
+
+
+
+# -- LongMemEval's knowledge updates --------------------------------------------------------------
+
+LONGMEMEVAL_OUT = REPO / "tests" / "data" / "flag_longmemeval.jsonl"
+# For each knowledge-update question: the clause of its oldest and of its newest evidence turn that
+# holds the old and the new value, copied verbatim (chosen by hand: the answer's clause; questions
+# whose turns hold no clause stating the changed value, or one split over several, are left out).
+LONGMEMEVAL_CLAUSES = {
+    "07741c44": ("I've been keeping them under my bed for storage", "I'm looking forward to get rid of some of my old sneakers in a shoe rack in it"),
+    "08e075c7": ("I've been using my Fitbit Charge 3 for 6 months now", "I've been using my Fitbit Charge 3 for 9 months now"),
+    "0e4e4c46": ("my highest score so far is 124 points", "I just got my highest score in Ticket to Ride - 132 points!"),
+    "10e09553": ("I caught 7 largemouth bass on my trip to Lake Michigan with Alex on 7/10", "when I was there with Alex on 7/22 - we caught 9 largemouth bass that day."),
+    "184da446": ("I've been reading \"A Short History of Nearly Everything\" and I'm currently on page 200", "in \"A Short History of Nearly Everything\" - I'm now on page 220"),
+    "18bc8abd": ("I need to stock up on my favorite BBQ sauce, Sweet Baby Ray's", "I'm currently obsessed with Kansas City Masterpiece BBQ sauce on my ribs."),
+    "26bdc477": ("including three trips to Yellowstone, Yosemite, and the Grand Canyon", "I've had my Canon EOS 80D with me on five trips now"),
+    "42ec0761": ("I realized I misplaced the small screwdriver I use for that.", "I actually have a spare screwdriver that I picked up when I organized my computer desk a while back"),
+    "45dc21b6": ("I've been loving Emma's recipes on her channel, I've already tried out two of them.", "I've tried out 3 of Emma's recipes so far, and they're all amazing!"),
+    "4b24c848": ("I've already bought three tops from H&M", "I've already got five tops from H&M so far"),
+    "50635ada": ("I'm finally eligible for Premier Silver status.", "I just reached Premier Gold status."),
+    "5831f84d": ("I've already finished 10 videos in the past few weeks!", "having watched 15 Crash Course videos in the past few weeks."),
+    "5a4f22c0": ("I met Rachel, an old colleague from my previous company, at the TechConnect conference", "Rachel, an old colleague from my previous company, who's currently at TechCorp."),
+    "6071bd76": ("1 tablespoon of coffee for every 6 ounces of water is the perfect ratio for me.", "1 tablespoon of coffee for every 5 ounces of water."),
+    "6a1eabeb": ("I recently set a personal best time in a charity 5K run with a time of 27:12.", "I'm hoping to beat my personal best time of 25:50 this time around."),
+    "6a27ffc2": ("I've completed 20 videos so far.", "I've completed 30 videos so far for Corey's series"),
+    "6aeb4375": ("I've tried three different ones recently", "I've tried four different ones so far"),
+    "71315a70": ("I've spent around 5-6 hours on it so far.", "I've already put in 10-12 hours, and it's still a work in progress."),
+    "72e3ee87": ("I'm currently on episode 10 of the Science series!", "I've been watching Crash Course's Science series, and I just completed 50 episodes"),
+    "7401057b": ("I've accumulated enough points for a single free night's stay at any Hilton property.", "I've accumulated enough points for two free night's stays at any Hilton property"),
+    "7a87bd0c": ("I've been feeling really proud of myself for sticking to my daily tidying routine - it's already been 3 weeks!", "I've been sticking to my daily tidying routine for 4 weeks now"),
+    "830ce83f": ("my friend Rachel who recently moved to a new apartment in the city.", "My friend Rachel actually just moved back to the suburbs again"),
+    "8fb83627": ("I remember finishing three issues and I'm currently on my fourth.", "I've been reading about the Amazon rainforest and its indigenous communities in National Geographic, and I just finished my fifth issue."),
+    "945e3d21": ("I've been doing yoga twice a week", "I attend yoga classes, which is three times a week"),
+    "9bbe84a2": ("I'm determined to reach level 100 before the end of the year.", "I'm still aiming to hit level 150 eventually"),
+    "b6019101": ("I've actually watched 4 MCU films in the last 3 months", "I've watched 12 films in the last 3 months, including 5 MCU films"),
+    "cf22b7bf": ("I've lost 5 pounds in the past month", "I've lost 10 pounds since I started going consistently to the gym 3 months ago."),
+    "dad224aa": ("I've been waking up around 8:30 am on Saturdays", "I like to wake up at 7:30 am on Saturdays"),
+    "e61a7584": ("I've had Luna for about 6 months now", "I've had my cat, Luna, for about 9 months now"),
+    "f685340e": ("reminds me of my own weekly tennis sessions with friends.", "I'm planning to play tennis with my friends at the local park this Sunday, like we do every other week."),
+}  # fmt: skip
+
+
+def longmemeval_updates() -> list[dict[str, Any]]:
+    """The knowledge updates, each clause checked against its evidence turn's text; the split's half
+    from tests/data/flag_streams_split.json. A question whose evidence repeats another's is kept once."""
+    import gzip
+
+    from scripts.longmemeval import DATA
+
+    split = json.loads((REPO / "tests" / "data" / "flag_streams_split.json").read_text())
+    half = {q: "tune" for q in split["longmemeval_tune"]} | {q: "test" for q in split["longmemeval_test"]}
+    questions = {q["question_id"]: q for q in map(json.loads, open(DATA / "questions.jsonl", encoding="utf-8"))}
+    wanted = {i for qid in LONGMEMEVAL_CLAUSES for i in questions[qid]["evidence_ids"]}
+    turns = {}
+    with gzip.open(DATA / "memories.jsonl.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            memory = json.loads(line)
+            if memory["id"] in wanted:
+                turns[memory["id"]] = memory
+    out = []
+    for qid, (old, new) in LONGMEMEVAL_CLAUSES.items():
+        evidence = sorted((turns[i] for i in questions[qid]["evidence_ids"] if i in turns), key=lambda m: (m["timestamp"], m["id"]))
+        first, last = evidence[0], evidence[-1]
+        if old not in first["text"] or new not in last["text"]:
+            raise SystemExit(f"{qid}: a clause is not in its evidence turn")
+        out.append({"question_id": qid, "split": half[qid], "question": questions[qid]["question"], "answer": questions[qid]["answer"],
+                    "old_id": first["id"], "new_id": last["id"], "old": old, "new": new})  # fmt: skip
+    return out
 
 
 if __name__ == "__main__":
