@@ -32,6 +32,7 @@ from ..records import memory_state, now_ms
 from ..store import MemoryStore
 from ..validate import parse_ttl
 from . import charts, queries
+from .health import health_charts
 from .guard import CSRF_FIELD, csrf_value
 
 HERE = Path(__file__).parent
@@ -95,15 +96,7 @@ async def overview(request: Request) -> Response:
     show_all = request.query_params.get("all") == "yes"
     with read_transaction(store.engine) as conn:
         figures = queries.overview(conn, site.scope(), chosen, now, show_all=show_all)
-    series, bins = figures.runs, queries.STALENESS_BINS
-    health = {
-        "live": charts.line_chart("Live memories before and after each run", {
-            "before": [run["live_before"] for run in series], "kept": [run["kept"] for run in series]}),
-        "archived": charts.stacked_bars("What each run archived, by reason", {
-            "duplicates": [run["duplicates"] for run in series], "evicted": [run["evicted"] for run in series],
-            "expired": [run["expired"] for run in series], "stale": [run["stale"] for run in series]}),
-        "staleness": charts.bars(f"Staleness of the live memories of {chosen}", [f"{low:.1f}-{high:.1f}" for low, high in zip(bins, bins[1:])], figures.staleness),
-    }  # fmt: skip
+    health = health_charts(figures.runs, chosen, chosen, queries.STALENESS_BINS, figures.staleness)
     runs = store.runs(10) if site.scope() is None else [run for run in store.runs(50) if run["namespace"] == site.scope()][:10]
     return site.render(
         request, "overview.html", rows=figures.rows, namespace_count=figures.namespace_count, show_all=show_all, detail=figures.detail,
@@ -229,7 +222,7 @@ async def report_page(request: Request) -> Response:
         "exact duplicate groups": len(report["exact_duplicate_groups"]), "near-duplicate pairs": len(report["near_duplicate_pairs"]),
         "possible contradictions": len(report["contradiction_flags"]), "open flags": len(report["open_flags"]),
     }  # fmt: skip
-    chart = charts.bars(f"What the report finds in {namespace}", list(found), list(found.values()))
+    chart = charts.bars(f"What the report finds in {namespace}", list(found), list(found.values()), x_label="how many")
     return site.render(request, "report.html", report=report, namespace=namespace, chart=chart)
 
 

@@ -1,0 +1,62 @@
+"""How the page shows values to a person: texts shortened at a word, ids shortened (the whole id
+stays in the link and its tooltip), relevance as a share of the best match, counts with the right
+plural, and the address a reviewer came from (only a path on this page, never another origin).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+# A text in a list is shortened to about this many characters (the whole text is one click away).
+TEXT_CHARS = 90
+# An id longer than this shows its first ID_CHARS characters and an ellipsis.
+ID_CHARS = 10
+
+
+def short(text: str | None, limit: int = TEXT_CHARS) -> str:
+    """`text` on one line, cut at the last word that fits in `limit` characters, with an ellipsis."""
+    if text is None:
+        return ""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit]
+    space = cut.rfind(" ")
+    if space >= limit // 2:  # a word boundary not too far back; else cut the long word itself
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.") + "…"
+
+
+def short_id(memory_id: str) -> str:
+    return memory_id if len(memory_id) <= ID_CHARS + 1 else memory_id[:ID_CHARS] + "…"
+
+
+def plural(count: int, one: str, many: str | None = None) -> str:
+    """'1 flag', '3 flags', '1,200 memories' (`many` when adding an s is not the plural)."""
+    return f"{count:,} {one if count == 1 else many or one + 's'}"
+
+
+def relevance(scores: list[float]) -> list[float]:
+    """Each score as a share of the best one (0 to 1), which a bar shows: raw scores mean nothing to
+    a reader, and fused, lexical and cosine scores are on different scales."""
+    best = max(scores, default=0.0)
+    return [max(score, 0.0) / best if best > 0 else 0.0 for score in scores]
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def local_path(given: str | None, fallback: str) -> str:
+    """Where to send a reviewer after an action: the page they came from when `given` is a path on
+    this page (a leading '/', no scheme, no host, no '//' or '/\\', no control character), else
+    `fallback`."""
+    if not given or _CONTROL.search(given) or not given.startswith("/") or given[1:2] in ("/", "\\"):
+        return fallback
+    parts = urlsplit(given)
+    if parts.scheme or parts.netloc:
+        return fallback
+    return given
+
+
+__all__ = ["ID_CHARS", "TEXT_CHARS", "local_path", "plural", "relevance", "short", "short_id"]
