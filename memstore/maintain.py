@@ -112,6 +112,9 @@ class Options:
     min_age_days: int
     check_mode: str | None = None  # how recall checks rank (None: as recall does by default)
     stale: bool = False  # whether the stale phase archives (else it is skipped)
+    # Whether the semantic phases embed what waits for a vector first (a preview does not: it only
+    # reads, memstore.maintain_preview; the waiting memories are left out of its comparisons).
+    embed: bool = True
 
     def __post_init__(self) -> None:
         # Checked before any phase runs: each phase commits on its own.
@@ -202,7 +205,7 @@ def _embeddings_ready(context: Context) -> None:
     with read_transaction(context.engine) as reader:
         if model_of(reader) is None:
             raise _Skip("embeddings are not enabled (memstore embeddings enable)")
-    if not context.options.dry_run:
+    if not context.options.dry_run and context.options.embed:
         context.embeddings.sync()
 
 
@@ -214,7 +217,7 @@ def _stale_asked(context: Context) -> None:
 
 def _phase_semantic(context: Context, conn: Connection, result: PhaseResult, now: int) -> None:
     options = context.options
-    if options.dry_run:
+    if options.dry_run and options.embed:
         context.embeddings.sync(conn=conn)  # rolled back with the dry run
     report = semantic_in_transaction(conn, options.namespace, now, dry_run=options.dry_run, **_thresholds(options))
     _job_result(conn, result, report)
@@ -222,7 +225,7 @@ def _phase_semantic(context: Context, conn: Connection, result: PhaseResult, now
 
 def _phase_contradict(context: Context, conn: Connection, result: PhaseResult, now: int) -> None:
     options = context.options
-    if options.dry_run:
+    if options.dry_run and options.embed:
         context.embeddings.sync(conn=conn)
     report = contradict_in_transaction(conn, options.namespace, now, dry_run=options.dry_run, **_thresholds(options))
     _job_result(conn, result, report)

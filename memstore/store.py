@@ -362,6 +362,12 @@ class MemoryStore:
         options = Options(namespace, capacity, checks, k, dry_run, duplicate_at, related_at, stale_threshold, min_age_days, check_mode, stale)
         return maintain(self.engine, self.embeddings, self.recaller, parse_phases(phases), options, now_ms)
 
+    def maintain_preview(self, phases: Sequence[str] | None = None, *, namespace: str = DEFAULT_NAMESPACE, stale: bool = False) -> MaintainReport:
+        """What `maintain` would do to one namespace, from one read transaction: locks nothing for writing, embeds nothing."""
+        from .maintain_preview import preview
+
+        return preview(self.engine, phases, namespace, stale=stale, clock=now_ms)
+
     # -- embeddings (the semantic extra) ---------------------------------------------------------
 
     def enable_embeddings(self, model: str | os.PathLike[str] | None = None) -> dict[str, Any]:

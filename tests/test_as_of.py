@@ -254,3 +254,20 @@ def test_the_shell_query_in_the_schema_doc_answers_as_list_as_of_does(sqlite_sto
         shell = subprocess.run([shutil.which("sqlite3"), str(db_path)], input=query.replace(moment, f"SELECT {when}"), capture_output=True, text=True, check=True)
         assert [line.split("|")[0] for line in shell.stdout.splitlines()] == [row["id"] for row in store.list(as_of=when)]
     assert [row["id"] for row in store.list(as_of=at)] == ["code", "rate"]
+
+
+def test_recall_as_of_any_moment_a_timestamp_holds_answers_and_beyond_is_one_line(tmp_path, model_dir):
+    """A moment after the calendar's year 9999 (up to the last 64-bit ms) or in its year 1 is a
+    moment like any other: hybrid recall answers, whatever time the query names; beyond 64 bits or
+    beyond the calendar in ISO-8601 it is one line naming the option."""
+    db = str(tmp_path / "cli.db")
+    run = lambda *args: CliRunner().invoke(cli, ["--db", db, *args])  # noqa: E731
+    assert run("add", "We went hiking in March.", "--id", "hike", "--timestamp", "1678406400000").exit_code == 0
+    assert run("embeddings", "enable", "--model", str(model_dir)).exit_code == 0
+    assert run("embeddings", "sync").exit_code == 0
+    for moment, found in [("9223372036854775807", ["hike"]), ("253402300800000", ["hike"]), ("0001-01-15", []), ("-9223372036854775808", [])]:
+        answer = run("recall", "what did we do in March", "--mode", "hybrid", "--as-of", moment, "--json")
+        assert (answer.exit_code, [row["id"] for row in json.loads(answer.output)]) == (0, found), moment
+    for moment in ("9223372036854775808", "10000-01-01", "-9223372036854775809"):
+        refused = run("recall", "hiking", "--as-of", moment)
+        assert refused.exit_code == 1 and refused.output.startswith("Error: --as-of: ") and refused.output.count("\n") == 1, moment

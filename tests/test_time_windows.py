@@ -59,3 +59,48 @@ def test_hybrid_recall_puts_the_memory_of_the_time_asked_about_first(sqlite_stor
     plain = [row["id"] for row in store.recall("Where did I go hiking?", 2, touch=False, mode="hybrid")]
     assert asked == ["recent", "old"]
     assert plain == ["old", "recent"]  # no time named: the memory that says "hiking" ranks first
+
+
+# -- odd times: every count and every moment a timestamp can hold gives windows, never an error --
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+NINES = "9" * 400
+YEAR_ONE_JANUARY = ms(1, 1, 15)
+
+
+@pytest.mark.parametrize(
+    "query, now, expected",
+    [
+        # A count beyond every timestamp reaches back to the first one.
+        (f"what happened in the last {NINES} days", ASKED, [(INT64_MIN, ASKED + SLACK)]),
+        (f"what did I do {NINES} years ago", ASKED, [(INT64_MIN, INT64_MIN + SLACK)]),
+        # A moment beyond the calendar's year 9999: the counted stretches, never a month's name
+        # (a count of days is a float: at 2**63 it is exact to 2 kB of ms).
+        ("what did I read last week in March", INT64_MAX, [(int(INT64_MAX - 7.0 * DAY_MS), INT64_MAX)]),
+        ("who called yesterday", INT64_MIN, [(INT64_MIN, INT64_MIN + SLACK)]),
+        ("where did I go last weekend", ms(9999, 12, 31, 23), [(ms(9999, 12, 25), ms(9999, 12, 27) + SLACK)]),
+        # "In March" asked in January of year 1 would be March of year 0: no month of the calendar.
+        ("what did I buy in March", YEAR_ONE_JANUARY, []),
+        ("what did I buy in December", ms(9999, 12, 20), [(ms(9999, 12, 1), ms(9999, 12, 31) + DAY_MS + SLACK)]),
+    ],
+)
+def test_odd_counts_and_moments_give_windows_within_a_timestamps_range(query, now, expected):
+    assert windows(query, now) == expected
+
+
+def test_hybrid_recall_answers_on_odd_times_on_both_backends(store_url, model_dir):
+    from memstore import MemoryStore
+    from memstore.integrations.langgraph import MemstoreStore
+
+    with MemoryStore(store_url) as store:
+        store.add("We went hiking in March with the dog.", id="hike", timestamp=ms(2023, 3, 10))
+        store.enable_embeddings(model_dir)
+        store.sync_embeddings()
+        ids = lambda rows: [row["id"] for row in rows]  # noqa: E731
+        assert ids(store.recall(f"what happened in the last {NINES} days hiking", 1, touch=False, mode="hybrid")) == ["hike"]
+        for moment in (INT64_MAX, ms(9999, 12, 31, 23, 59), YEAR_ONE_JANUARY):
+            answer = store.recall("hiking in March", 1, touch=False, mode="hybrid", as_of=moment)
+            assert ids(answer) == (["hike"] if moment > ms(2023, 3, 10) else [])
+        graph = MemstoreStore(store)
+        graph.put(("trips",), "hike", {"content": "Went hiking up the hill in March."})
+        assert [item.key for item in graph.search(("trips",), query=f"hiking in the past {NINES} years")] == ["hike"]

@@ -3,9 +3,12 @@
 - **Host**: on a loopback bind the `Host` header must name the address bound (or `localhost`), so a
   DNS-rebinding page cannot use a visitor's browser to reach the store.
 - **Token**, always, even on loopback (every local user shares loopback): the URL `memstore web`
-  prints carries it once as `?token=`; the page trades it for an HttpOnly, SameSite=Strict cookie
-  and sends the browser on without it. A request with neither the cookie nor `Authorization:
-  Bearer` gets 401 and no memory.
+  prints carries it once as `?token=`; the page trades it for a session cookie and sends the
+  browser on without it, to a path on its own origin. The cookie holds a random value made at this
+  server's start, never the token (browsers send a cookie to every port of a host, so another local
+  service receives it: it is worth nothing there, and nothing here after a restart); it is
+  HttpOnly, SameSite=Strict, and named for the port. A request with neither the cookie nor
+  `Authorization: Bearer TOKEN` gets 401 and no memory.
 - **CSRF**: every form carries a field derived from the token; a POST without it gets 403 and
   changes nothing. (SameSite=Strict already keeps other sites' forms from sending the cookie.)
 - **Headers** on every answer: a Content-Security-Policy that allows no script, no frames, no
@@ -16,10 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
-COOKIE = "memstore_web"
+COOKIE = "memstore_session"
 CSRF_FIELD = "csrf"
 SECURITY_HEADERS = [
     (b"content-security-policy", b"default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
@@ -41,6 +45,12 @@ def _header(scope: dict[str, Any], name: bytes) -> bytes:
     return next((value for key, value in scope["headers"] if key.lower() == name), b"")
 
 
+def same_origin_path(path: str) -> str:
+    """`path` as a Location that stays on this origin: one leading slash (a browser reads `//host`
+    and `/\\host` as another site), every other character percent-encoded (no CR/LF in a header)."""
+    return "/" + quote(path.lstrip("/\\"), safe="/")
+
+
 def _cookie(scope: dict[str, Any], name: str) -> str:
     for part in _header(scope, b"cookie").decode("latin-1").split(";"):
         key, _, value = part.strip().partition("=")
@@ -57,12 +67,14 @@ class Guard:
         self._token = token.encode()
         # Cookies are kept per host, not per port: two pages on one machine keep one cookie each.
         self._cookie = f"{COOKIE}_{cookie_port}"
+        # What the cookie carries instead of the token: valid until this server stops.
+        self._session = secrets.token_urlsafe(32).encode()
         self._allowed_hosts = None if allowed_hosts is None else {host.encode() for host in allowed_hosts}
 
     def _has_token(self, scope: dict[str, Any]) -> bool:
         scheme, _, credential = _header(scope, b"authorization").partition(b" ")
         bearer = scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self._token)
-        return bearer or hmac.compare_digest(_cookie(scope, self._cookie).encode(), self._token)
+        return bearer or hmac.compare_digest(_cookie(scope, self._cookie).encode(), self._session)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -88,8 +100,8 @@ class Guard:
                 return
             # Trade the token in the address for a cookie, and drop it from the address bar.
             rest = urlencode(query)
-            location = scope["path"] + (f"?{rest}" if rest else "")
-            cookie = f"{self._cookie}={self._token.decode()}; HttpOnly; SameSite=Strict; Path=/"
+            location = same_origin_path(scope["path"]) + (f"?{rest}" if rest else "")
+            cookie = f"{self._cookie}={self._session.decode()}; HttpOnly; SameSite=Strict; Path=/"
             await send_secured({"type": "http.response.start", "status": 303, "headers": [
                 (b"location", location.encode()), (b"set-cookie", cookie.encode())]})  # fmt: skip
             await send_secured({"type": "http.response.body", "body": b""})
@@ -105,4 +117,4 @@ async def _plain(send: Any, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": text.encode()})
 
 
-__all__ = ["COOKIE", "CSRF_FIELD", "Guard", "SECURITY_HEADERS", "csrf_value"]
+__all__ = ["COOKIE", "CSRF_FIELD", "Guard", "SECURITY_HEADERS", "csrf_value", "same_origin_path"]

@@ -10,6 +10,7 @@ one that does not exist.
 from __future__ import annotations
 
 import hmac
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,9 +29,10 @@ from ..db import database_error, read_transaction
 from ..defaults import DEFAULT_NAMESPACE
 from ..errors import MemstoreError, NotFoundError, ValidationError
 from ..io import parse_moment
+from ..maintain import PHASES
 from ..records import memory_state, now_ms
 from ..store import MemoryStore
-from ..validate import parse_ttl
+from ..validate import INT64_MAX, INT64_MIN, parse_ttl
 from . import charts, queries
 from .health import health_charts
 from .guard import CSRF_FIELD, csrf_value
@@ -38,15 +40,33 @@ from .guard import CSRF_FIELD, csrf_value
 HERE = Path(__file__).parent
 PAGE_SIZE = 50
 SEARCH_K = 20
+# maintain's phases that read every namespace's rows.
+STORE_WIDE_PHASES = ("check", "verify")
 # Reasons a memory leaves the live set, in the order the overview shows them.
 REASONS = ("duplicate", "semantic_duplicate", "evicted", "expired", "stale", "superseded", "forgotten")
+
+
+# Characters that reorder the text around them (bidi embeddings, overrides, isolates and marks): in
+# an id or a namespace they could make a button's label say another id, so the page shows them as
+# \u escapes. Memory text keeps them, inside an element of its own direction (dir="auto").
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_SHOWN_AS_ESCAPES = {ord(char): f"\\u{ord(char):04x}" for char in BIDI_CONTROLS}
+
+
+def visible(value: Any) -> str:
+    """An id, a namespace or a label as the page shows it: bidi controls as visible \\uXXXX."""
+    return str(value).translate(_SHOWN_AS_ESCAPES)
 
 
 def utc(ms: int | None) -> str:
     """Unix ms as the page shows it: a UTC date-time to the second."""
     if ms is None:
         return ""
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (ValueError, OverflowError, OSError):  # past year 9999 (or before year 1): the number itself
+        return f"{ms} ms"
+
 
 
 @dataclass
@@ -59,6 +79,7 @@ class Site:
     def __post_init__(self) -> None:
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
         self.templates.filters["utc"] = utc
+        self.templates.filters["visible"] = visible
         self.csrf = csrf_value(self.token)
 
     def render(self, request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -96,7 +117,7 @@ async def overview(request: Request) -> Response:
     show_all = request.query_params.get("all") == "yes"
     with read_transaction(store.engine) as conn:
         figures = queries.overview(conn, site.scope(), chosen, now, show_all=show_all)
-    health = health_charts(figures.runs, chosen, chosen, queries.STALENESS_BINS, figures.staleness)
+    health = health_charts(figures.runs, chosen, visible(chosen), queries.STALENESS_BINS, figures.staleness)
     runs = store.runs(10) if site.scope() is None else [run for run in store.runs(50) if run["namespace"] == site.scope()][:10]
     return site.render(
         request, "overview.html", rows=figures.rows, namespace_count=figures.namespace_count, show_all=show_all, detail=figures.detail,
@@ -114,11 +135,20 @@ def _cursor(text: str | None) -> tuple[int, int, str] | None:
 
 
 def _number(text: str, field: str) -> int:
-    """A whole number from a form or an address: ASCII digits (and a sign) only, as the CLI takes them."""
+    """A whole number from a form or an address: ASCII digits and one leading minus, as the CLI
+    takes them, within a signed 64-bit range (what the store holds)."""
     stripped = text.strip()
-    if not stripped.lstrip("-").isascii() or not stripped.lstrip("-").isdigit():
-        raise ValidationError("the page", field, f"is not a whole number: {text[:20]!r}")
+    if not re.fullmatch(r"-?[0-9]{1,20}", stripped) or not INT64_MIN <= int(stripped) <= INT64_MAX:
+        raise ValidationError("the page", field, f"is not a whole number in a signed 64-bit range: {text[:24]!r}")
     return int(stripped)
+
+
+def _path_id(request: Request, name: str) -> int:
+    """A run's or a flag's number from the address: one past what the store can hold is no such one."""
+    number = request.path_params[name]
+    if number > INT64_MAX:
+        raise NotFoundError(f"no {name.removesuffix('_id')} {str(number)[:24]}")
+    return number
 
 
 async def memories_page(request: Request) -> Response:
@@ -192,7 +222,7 @@ def _run_shown(site: Site, run_id: int) -> dict[str, Any]:
 
 async def run_page(request: Request) -> Response:
     site: Site = request.app.state.site
-    return site.render(request, "run.html", run=_run_shown(site, request.path_params["run_id"]))
+    return site.render(request, "run.html", run=_run_shown(site, _path_id(request, "run_id")))
 
 
 async def flags_page(request: Request) -> Response:
@@ -222,15 +252,23 @@ async def report_page(request: Request) -> Response:
         "exact duplicate groups": len(report["exact_duplicate_groups"]), "near-duplicate pairs": len(report["near_duplicate_pairs"]),
         "possible contradictions": len(report["contradiction_flags"]), "open flags": len(report["open_flags"]),
     }  # fmt: skip
-    chart = charts.bars(f"What the report finds in {namespace}", list(found), list(found.values()), x_label="how many")
+    chart = charts.bars(f"What the report finds in {visible(namespace)}", list(found), list(found.values()), x_label="how many")
     return site.render(request, "report.html", report=report, namespace=namespace, chart=chart)
+
+
+def _maintained_phases(site: Site) -> list[str] | None:
+    """maintain's phases a page runs: all (None), or on a page kept to one namespace, none of the
+    store-wide ones (they read, and name, every namespace's rows)."""
+    return None if site.scope() is None else [name for name in PHASES if name not in STORE_WIDE_PHASES]
 
 
 async def maintain_page(request: Request) -> Response:
     site: Site = request.app.state.site
     # The stale phase (archiving what nobody recalled for long) runs only when asked, as in the CLI.
     stale = request.query_params.get("stale") == "yes"
-    preview = site.store.maintain(namespace=site.chosen_namespace(request), dry_run=True, stale=stale)
+    # A GET reads only: the preview runs on a scratch copy of the namespace, embeds nothing and
+    # leaves out the store-wide check (memstore.maintain_preview).
+    preview = site.store.maintain_preview(_maintained_phases(site), namespace=site.chosen_namespace(request), stale=stale)
     return site.render(request, "maintain.html", report=preview, namespace=site.chosen_namespace(request), stale=stale)
 
 
@@ -284,7 +322,7 @@ async def supersede_memory(request: Request) -> Response:
 async def undo_run(request: Request) -> Response:
     site: Site = request.app.state.site
     await site.form(request)
-    run_id = request.path_params["run_id"]
+    run_id = _path_id(request, "run_id")
     # A page kept to one namespace may not undo a run over every namespace: it would change the others.
     run = _run_shown(site, run_id)
     if site.scope() is not None and run["namespace"] != site.scope():
@@ -297,7 +335,7 @@ async def undo_run(request: Request) -> Response:
 async def keep_side(request: Request) -> Response:
     site: Site = request.app.state.site
     fields = await site.form(request)
-    flag = _open_flag(site, request.path_params["flag_id"])
+    flag = _open_flag(site, _path_id(request, "flag_id"))
     keep = fields.get("keep", "")
     if keep not in (flag["older_id"], flag["newer_id"]):
         raise MemstoreError(f"flag {flag['id']} is between {flag['older_id']} and {flag['newer_id']}, not {keep}")
@@ -310,7 +348,7 @@ async def keep_side(request: Request) -> Response:
 async def dismiss_flag(request: Request) -> Response:
     site: Site = request.app.state.site
     await site.form(request)
-    flag = _open_flag(site, request.path_params["flag_id"])
+    flag = _open_flag(site, _path_id(request, "flag_id"))
     dismissed = site.store.dismiss_flag(flag["id"])
     return _done(request, f"Dismissed flag {flag['id']}", f"Flag {flag['id']} ({flag['older_id']} vs {flag['newer_id']}) is dismissed.",
                  run_id=dismissed["run_id"], link="/flags")  # fmt: skip
@@ -327,7 +365,7 @@ async def run_maintain(request: Request) -> Response:
     site: Site = request.app.state.site
     fields = await site.form(request)
     namespace = site.namespace if site.namespace is not None else fields.get("namespace") or DEFAULT_NAMESPACE
-    report = site.store.maintain(namespace=namespace, stale=fields.get("stale") == "yes")
+    report = site.store.maintain(_maintained_phases(site), namespace=namespace, stale=fields.get("stale") == "yes")
     return site.render(request, "maintain.html", report=report, namespace=namespace, stale=fields.get("stale") == "yes")
 
 
@@ -374,4 +412,4 @@ def create_app(store: MemoryStore, *, token: str, namespace: str | None = None, 
     return app
 
 
-__all__ = ["Site", "create_app", "utc"]
+__all__ = ["BIDI_CONTROLS", "Site", "create_app", "utc", "visible"]
