@@ -63,6 +63,10 @@ class Server:
         self.url, self.process, self.port = url, process, port
         self.base = f"http://127.0.0.1:{port}"
 
+    def session(self) -> dict[str, str]:
+        """The cookie the page trades its token for, as a browser keeps it."""
+        return dict(httpx.get(self.url).cookies)
+
 
 def start(store_url: str, tmp_path: Path, *args: str) -> Server:
     port = free_port()
@@ -116,7 +120,8 @@ def test_the_first_line_is_the_address_to_open_and_it_trades_the_token_for_a_coo
     context, page = opened(browser, server)
     assert page.url == f"{server.base}/"  # the token left the address bar
     [cookie] = context.cookies()
-    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["value"] == server.url.split("token=")[1]
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["name"] == f"memstore_session_{server.port}"
+    assert cookie["value"] != server.url.split("token=")[1]  # a session value, not the token
     assert page.get_by_role("heading", name="Overview").is_visible()
     context.close()
 
@@ -221,9 +226,9 @@ def test_without_the_token_or_the_csrf_field_nothing_is_shown_or_changed(server,
     bare = httpx.get(f"{server.base}/memories")
     assert bare.status_code == 401 and "Deploy" not in bare.text
     assert httpx.get(f"{server.base}/?token=wrong").status_code == 401
-    rebinding = httpx.get(f"{server.base}/", headers={"Host": f"evil.example:{server.port}"}, cookies={f"memstore_web_{server.port}": token})
+    rebinding = httpx.get(f"{server.base}/", headers={"Host": f"evil.example:{server.port}"}, cookies=server.session())
     assert rebinding.status_code == 421
-    cookies = {f"memstore_web_{server.port}": token}
+    cookies = server.session()
     assert httpx.get(f"{server.base}/memories", cookies=cookies).status_code == 200
     run_id = seeded.runs(1)[0]["id"]
     refused = httpx.post(f"{server.base}/runs/{run_id}/undo", cookies=cookies, data={})
@@ -243,7 +248,7 @@ def test_a_read_only_page_shows_no_action_and_refuses_every_post(browser, seeded
             page.goto(server.base + path)
             assert page.locator("form[method=post]").count() == 0, path
         token = server.url.split("token=")[1]
-        refused = httpx.post(f"{server.base}/memories/t1/forget", cookies={f"memstore_web_{server.port}": token}, data={"csrf": csrf_value(token)})
+        refused = httpx.post(f"{server.base}/memories/t1/forget", cookies=server.session(), data={"csrf": csrf_value(token)})
         assert refused.status_code == 403 and "archived_at" not in seeded.get("t1")
         context.close()
     finally:
@@ -266,7 +271,7 @@ def test_a_page_kept_to_one_namespace_shows_nothing_of_the_others(browser, seede
         page.goto(f"{server.base}/runs/{everywhere.run_id}")
         assert page.locator("form[method=post]").count() == 0 and "t1" not in page.locator("main").inner_text()
         token = server.url.split("token=")[1]
-        cookies = {f"memstore_web_{server.port}": token}
+        cookies = server.session()
         refused = httpx.post(f"{server.base}/runs/{everywhere.run_id}/undo", cookies=cookies, data={"csrf": csrf_value(token)})
         assert refused.status_code == 404 and seeded.runs(1)[0]["status"] == "applied"
         assert httpx.post(f"{server.base}/check", cookies=cookies, data={"csrf": csrf_value(token)}).status_code == 403
@@ -285,7 +290,7 @@ def test_a_non_loopback_listen_without_a_token_of_ones_own_is_refused(tmp_path):
 
 
 def test_bad_input_in_an_address_or_a_form_is_a_message_not_a_server_error(server, seeded):
-    cookies = {f"memstore_web_{server.port}": server.url.split("token=")[1]}
+    cookies = server.session()
     answers = {
         path: httpx.get(server.base + path, cookies=cookies)
         for path in ("/memories?after=zz", "/memories?after=3:x:y", "/memories?as_of=garbage", "/memories/nope", "/runs/999")
@@ -307,7 +312,7 @@ def test_keyset_pages_walk_the_whole_rank_order_and_filters_narrow_it(store, sto
     store.add("Today's door code is 4512.", id="soon", ttl=3600)
     running = start(store_url, tmp_path)
     try:
-        cookies = {f"memstore_web_{running.port}": running.url.split("token=")[1]}
+        cookies = running.session()
 
         def ids(path: str) -> tuple[list[str], str | None]:
             html = httpx.get(running.base + path, cookies=cookies).text
