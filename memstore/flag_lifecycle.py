@@ -102,12 +102,14 @@ def unmove_flags(conn: Connection, flag_ids: Iterable[int], written: str, restor
     _repoint(conn, rows, written, restored)
 
 
-def reopen_flags(conn: Connection, run_id: int) -> None:
+def reopen_flags(conn: Connection, run_id: int, memory_id: str | None = None) -> None:
     """After the restore of `run_id`: the flags it settled open again, but a flag a side of which is
-    still archived (by another run) is settled by that run instead."""
-    settled = conn.execute(
-        select(flags.c.id, flags.c.older_id, flags.c.newer_id).where(flags.c.closed_by_run == run_id).order_by(flags.c.id)
-    ).all()
+    still archived (by another run) is settled by that run instead. With `memory_id` (one memory
+    of the run restored alone), only the flags that memory is a side of."""
+    query = select(flags.c.id, flags.c.older_id, flags.c.newer_id).where(flags.c.closed_by_run == run_id)
+    if memory_id is not None:
+        query = query.where((flags.c.older_id == memory_id) | (flags.c.newer_id == memory_id))
+    settled = conn.execute(query.order_by(flags.c.id)).all()
     if not settled:
         return
     sides = sorted({row.older_id for row in settled} | {row.newer_id for row in settled})

@@ -32,7 +32,7 @@ from .integrity import check_store
 from .prune import prune_in_transaction
 from .recall import CheckRanking, Recall
 from .recall_checks import run_checks
-from .runs import drop_empty_run
+from .runs import drop_empty_run, group_finish, group_phase, insert_run
 from .semantic.phases import contradict_in_transaction, semantic_in_transaction
 from .semantic.vectors import model_of
 from .validate import require_capacity, require_days, require_fraction
@@ -71,6 +71,7 @@ class PhaseResult:
 class MaintainReport:
     phases: list[PhaseResult]
     dry_run: bool
+    run_id: int | None = None  # the run grouping the phases' runs (None: none changed anything, or a dry run)
 
     @property
     def ok(self) -> bool:
@@ -82,7 +83,7 @@ class MaintainReport:
         return [flag for phase in self.phases for flag in phase.flags]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dry_run": self.dry_run, "ok": self.ok, "phases": [phase.to_dict() for phase in self.phases]}
+        return {"dry_run": self.dry_run, "ok": self.ok, "run_id": self.run_id, "phases": [phase.to_dict() for phase in self.phases]}
 
 
 def parse_phases(names: Sequence[str] | None) -> list[str]:
@@ -294,6 +295,7 @@ def maintain(
     location = shown_location(engine.url)
     results: list[PhaseResult] = []
     status: dict[str, str] = {}
+    parent: int | None = None  # the run grouping a real invocation's phase runs
 
     def run_phase(name: str, dry_conn: Connection | None) -> PhaseResult:
         result = PhaseResult(name)
@@ -312,6 +314,8 @@ def maintain(
             else:
                 with write_transaction(engine, defer_checkpoint=True) as conn:
                     RUNNERS[name](context, conn, result, clock())
+                    if result.run_id is not None and parent is not None:
+                        group_phase(conn, parent, result.run_id)  # with the phase: one undo takes back the invocation
         except _Skip as skip:
             result.status, result.error = "skipped", str(skip)
         except Exception as exc:  # one phase's failure is reported; the others still run
@@ -333,8 +337,19 @@ def maintain(
                 status[name] = results[-1].status
             conn.get_transaction().rollback()
     else:
+        parent = _group_start(engine, phases, options, clock())
         for name in phases:
             results.append(run_phase(name, None))
             status[name] = results[-1].status
+        report = MaintainReport(results, options.dry_run)
+        with write_transaction(engine, defer_checkpoint=True) as conn:
+            report.run_id = group_finish(conn, parent, clock())
         checkpoint(engine)
+        return report
     return MaintainReport(results, options.dry_run)
+
+
+def _group_start(engine: Engine, phases: Sequence[str], options: Options, now: int) -> int:
+    """The run of kind `maintain` this invocation's phase runs are grouped under (memstore.runs.group_phase)."""
+    with write_transaction(engine, defer_checkpoint=True) as conn:
+        return insert_run(conn, "maintain", options.namespace, now, 0, capacity=options.capacity, params={"phases": list(phases)})

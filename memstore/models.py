@@ -89,6 +89,7 @@ class ConsolidationRun(Base):
     restored_at: Mapped[Optional[int]]
     high_water_seq: Mapped[Optional[int]]
     expired: Mapped[int]
+    parent_run_id: Mapped[Optional[int]]
 
 
 class MemoryMerge(Base):

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, Select, Table, exists, func, not_, select, union_all
 
 from .errors import NotFoundError, ValidationError, memory_not_found
-from .lookups import stored_rows
+from .lookups import stored_rows, texts_of
 from .schema import MEMORY_COLUMNS, RANK_ORDER, memories, rank_order, unexpired
 from .schema import consolidation_runs as runs
 from .schema import contradiction_flags as flags
@@ -127,9 +127,9 @@ def rows_at(
     return [dict(row) for row in conn.execute(query).mappings()]
 
 
-def run_rows(conn: Connection, limit: int | None) -> list[dict[str, Any]]:
-    """Runs, newest first, each with `did` (what_it_did)."""
-    rows = [dict(row) for row in conn.execute(select(runs).order_by(runs.c.id.desc()).limit(limit)).mappings()]
+def run_rows(conn: Connection, limit: int | None, offset: int = 0) -> list[dict[str, Any]]:
+    """Runs, newest first (`limit` of them from `offset`), each with `did` (what_it_did)."""
+    rows = [dict(row) for row in conn.execute(select(runs).order_by(runs.c.id.desc()).limit(limit).offset(offset)).mappings()]
     ids = [row["id"] for row in rows]
     raised, settled = ({}, {}) if not ids else (
         dict(conn.execute(select(column, func.count()).where(column.in_(ids)).group_by(column)).all())
@@ -143,7 +143,8 @@ def run_rows(conn: Connection, limit: int | None) -> list[dict[str, Any]]:
 def what_it_did(run: dict[str, Any], raised: int, settled: int) -> dict[str, int]:
     """What a run changed, the counts that are not zero, from its row and the flags it raised and
     settled: expired, duplicates (merged for a semantic run), evicted, stale, forgotten, updated,
-    superseded, dismissed, flagged, flags_settled."""
+    superseded, dismissed, restored (one memory brought back), phases (a maintain run's phase
+    runs), flagged, flags_settled."""
     kind, params = run["kind"], run["params"] or {}
     did = {"expired": run["expired"], "merged" if kind == "semantic" else "duplicates": run["duplicates"],
            "evicted": run["evicted"], "stale": run["stale"]}  # fmt: skip
@@ -151,28 +152,51 @@ def what_it_did(run: dict[str, Any], raised: int, settled: int) -> dict[str, int
         did = {"forget": {"forgotten": run["live_before"]}, "update": {"updated": 1}, "supersede": {"superseded": 1}}[kind]
     if kind == "dismiss":
         return {"dismissed": params.get("dismissed", 1)}
+    if kind == "restore":
+        return {"restored": 1}
+    if kind == "maintain":
+        did["phases"] = len(params.get("runs", []))
     # A restored contradict run's flags are gone; its params still count them.
     did.update(flagged=max(raised, params.get("flagged", 0)), flags_settled=settled)
     return {name: count for name, count in did.items() if count}
 
 
-def run_whole(conn: Connection, run_id: int) -> dict[str, Any]:
-    """One run: its row with `did`, what it archived, by namespace, reason and id (`archived`; after a
-    restore, `restored` names what went back), the flags it raised and the flags it settled."""
+def run_whole(conn: Connection, run_id: int, *, limit: int | None = None, offset: int = 0) -> dict[str, Any]:
+    """One run: its row with `did`; what it archived, by namespace, reason and id, each with its text
+    (`archived`: `limit` of them from `offset`, `archived_total` in all); after a restore, what went
+    back (`restored`: ids, and `restored_memories` with their texts, as paged); the flags it raised
+    and settled, with both texts; for a maintain run, its phase runs (`phases`, with `did`)."""
     row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
     if row is None:
         raise NotFoundError(f"no run {run_id}; `memstore runs` lists them")
-    columns = (archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by, archive.c.similarity)
-    archived = conn.execute(select(*columns).where(archive.c.run_id == run_id).order_by(archive.c.namespace, archive.c.reason, archive.c.id))
-    restored = conn.execute(select(gaps.c.memory_id).where(gaps.c.run_id == run_id).distinct().order_by(gaps.c.memory_id)).scalars()
+    columns = (archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by, archive.c.similarity, archive.c.text)
+    in_run = archive.c.run_id == run_id
+    archived_total = conn.execute(select(func.count()).select_from(archive).where(in_run)).scalar_one()
+    archived = conn.execute(
+        select(*columns).where(in_run).order_by(archive.c.namespace, archive.c.reason, archive.c.id).limit(limit).offset(offset)
+    )  # fmt: skip
+    went_back = select(gaps.c.memory_id).where(gaps.c.run_id == run_id).distinct()
+    restored_total = conn.execute(select(func.count()).select_from(went_back.subquery())).scalar_one()
+    restored = list(conn.execute(went_back.order_by(gaps.c.memory_id).limit(limit).offset(offset)).scalars())
     raised, settled = (
         [dict(flag) for flag in conn.execute(select(flags).where(column == run_id).order_by(flags.c.id)).mappings()]
         for column in (flags.c.run_id, flags.c.closed_by_run)
     )  # fmt: skip
+    texts = texts_of(conn, [*restored, *(flag[side] for flag in raised + settled for side in ("older_id", "newer_id"))])
+    for flag in raised + settled:
+        for side in ("older", "newer"):
+            flag[f"{side}_text"] = texts.get(flag[f"{side}_id"], {}).get("text")
     run = dict(row)
     run["did"] = what_it_did(run, len(raised), len(settled))
-    return {**run, "archived": [dict(entry._mapping) for entry in archived], "restored": list(restored),
-            "flags_raised": raised, "flags_settled": settled}  # fmt: skip
+    phases = [] if run["kind"] != "maintain" else [
+        dict(phase) for phase in conn.execute(select(runs).where(runs.c.parent_run_id == run_id).order_by(runs.c.id)).mappings()
+    ]  # fmt: skip
+    for phase in phases:
+        phase["did"] = what_it_did(phase, 0, 0)
+    return {**run, "archived": [dict(entry._mapping) for entry in archived], "archived_total": archived_total,
+            "restored": restored, "restored_total": restored_total,
+            "restored_memories": [texts.get(memory_id) or {"id": memory_id, "text": None} for memory_id in restored],
+            "flags_raised": raised, "flags_settled": settled, "phases": phases, "offset": offset, "limit": limit}  # fmt: skip
 
 
 def namespace_names(conn: Connection, now: int) -> list[str]:

@@ -203,6 +203,32 @@ def finish_run(
     return report
 
 
+# -- one maintain invocation's runs -------------------------------------------------------------
+
+
+def group_phase(conn: Connection, parent_id: int, run_id: int) -> None:
+    """Record run `run_id` as a phase of the maintain run `parent_id`."""
+    conn.execute(update(runs).where(runs.c.id == run_id).values(parent_run_id=parent_id))
+
+
+def group_finish(conn: Connection, parent_id: int, now: int) -> int | None:
+    """Close a maintain run: its counts are its phases' (live before the first, kept after the last,
+    what each archived and flagged); with no phase that changed anything it is taken back (None)."""
+    phases = conn.execute(select(runs).where(runs.c.parent_run_id == parent_id).order_by(runs.c.id)).mappings().all()
+    if not phases:
+        conn.execute(delete(runs).where(runs.c.id == parent_id))
+        return None
+    params = dict(conn.execute(select(runs.c.params).where(runs.c.id == parent_id)).scalar_one() or {})
+    params["runs"] = [phase["id"] for phase in phases]
+    params["flagged"] = sum((phase["params"] or {}).get("flagged", 0) for phase in phases)
+    totals = {name: sum(phase[name] for phase in phases) for name in ("duplicates", "evicted", "stale", "expired")}
+    conn.execute(
+        update(runs).where(runs.c.id == parent_id)
+        .values(params=params, finished_at=now, live_before=phases[0]["live_before"], kept=phases[-1]["kept"], **totals)
+    )  # fmt: skip
+    return parent_id
+
+
 # -- a maintain phase that changed nothing ------------------------------------------------------
 
 # memstore_settings keys under which such a phase keeps how far it compared (its marks), which the

@@ -55,7 +55,7 @@ INT64_INTEGER = BigInteger().with_variant(Integer, "sqlite")
 # same fact said in other words (semantic_duplicate), and the end of its lifetime (expired).
 ARCHIVE_REASONS = ("duplicate", "evicted", "stale", "manual", "forgotten", "superseded", "semantic_duplicate", "expired")
 RUN_STATUSES = ("applied", "restored")
-RUN_KINDS = ("consolidate", "prune", "forget", "update", "supersede", "dedup", "evict", "stale", "semantic", "contradict", "expire", "dismiss")
+RUN_KINDS = ("consolidate", "prune", "forget", "update", "supersede", "dedup", "evict", "stale", "semantic", "contradict", "expire", "dismiss", "maintain", "restore")
 # The time columns every memory row ends with, live or archived (added by revision 0009, after the
 # others): when it stops being visible (None: never), and when it entered memstore (None for a row
 # written before revision 0009 or in the sqlite3 shell: its created_at stands in).
@@ -161,6 +161,8 @@ consolidation_runs = Table(
     Column("high_water_seq", BigInteger),
     # Memories the run archived because their lifetime had ended (revision 0009).
     Column("expired", Integer, nullable=False, server_default=sql_text("0")),
+    # The `maintain` run whose phase this run was (revision 0013): restoring that one undoes them all.
+    Column("parent_run_id", Integer, index=True),
     CheckConstraint(_in("status", RUN_STATUSES), name="status_known"),
 )
 

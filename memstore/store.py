@@ -212,15 +212,23 @@ class MemoryStore:
     def count(self, namespace: str | None = None, *, archived: bool = False) -> int:
         return self._read(lambda conn, now: count_rows(conn, namespace, now, archived=archived))
 
-    def runs(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Runs, newest first, each with `did`: what it changed, the counts that are not zero."""
+    def runs(self, limit: int | None = None, *, offset: int = 0) -> list[dict[str, Any]]:
+        """Runs, newest first (`limit` from `offset`), each with `did`: what it changed, the counts
+        that are not zero; `status` and `restored_at` say whether and when it was undone, and
+        `parent_run_id` the maintain run whose phase it was."""
         limit = require_limit(limit, "runs")
-        return self._read(lambda conn, now: run_rows(conn, limit))
+        offset = require_limit(offset, "runs") or 0
+        return self._read(lambda conn, now: run_rows(conn, limit, offset))
 
-    def run(self, run_id: int) -> dict[str, Any]:
+    def run(self, run_id: int, *, limit: int | None = None, offset: int = 0) -> dict[str, Any]:
         """One run whole: its row (with `did`), what it archived (`archived`: id, namespace, reason,
-        superseded_by, similarity), the flags it raised (`flags_raised`) and settled (`flags_settled`)."""
-        return self._read(lambda conn, now: run_whole(conn, run_id))
+        superseded_by, similarity, text; `limit` of them from `offset`, `archived_total` in all), what
+        a restore brought back (`restored`, `restored_memories` with texts, `restored_total`), the
+        flags it raised (`flags_raised`) and settled (`flags_settled`), each with both texts, and a
+        maintain run's phase runs (`phases`)."""
+        limit = require_limit(limit, "run")
+        offset = require_limit(offset, "run") or 0
+        return self._read(lambda conn, now: run_whole(conn, run_id, limit=limit, offset=offset))
 
     def namespaces(self) -> list[str]:
         return self._read(lambda conn, now: namespace_names(conn, now))
@@ -342,10 +350,30 @@ class MemoryStore:
 
     def restore(self, run_id: int, *, dry_run: bool = False) -> RestoreReport:
         """Undo a run: its archived rows go back to the live set, whole, and the flags it settled
-        open again; a dry run says what would come back and writes nothing."""
+        open again; a maintain run: each of its phase runs still applied, newest first; a restore
+        of one memory: that memory goes back to the archive. The report names each memory back
+        (`memories`, with texts) and each flag that changed (`flags`). A dry run says what would
+        come back and writes nothing."""
         from .restore import restore_in_transaction
 
         return self._write(lambda conn, now: restore_in_transaction(conn, run_id, now, dry_run=dry_run))
+
+    def restore_memory(self, id: str, *, namespace: str | None = None, dry_run: bool = False) -> RestoreReport:
+        """Bring one archived memory back to the live set, whole, as a run of kind `restore` of its
+        own (the rest of the run that archived it stays archived); `restore(report.run_id)` sends it
+        back to the archive. The flags its leaving settled open again (`report.flags`)."""
+        from .restore import restore_memory_in_transaction
+
+        return self._write(lambda conn, now: restore_memory_in_transaction(conn, id, now, namespace=namespace, dry_run=dry_run))
+
+    def search_archive(self, query: str, k: int = RECALL_K, namespace: str | None = DEFAULT_NAMESPACE) -> list[dict[str, Any]]:
+        """Full-text search over the archive (memstore.archive_search): the k archived memories of
+        `namespace` (None: all) that best match `query`, best first, ties by id, each its archived
+        row (`archived_at`, `reason`, `superseded_by`, `run_id`) with `score`. Touches nothing."""
+        from .archive_search import search_archive
+
+        require_limit(k, "search_archive")
+        return self._read(lambda conn, now: search_archive(conn, query, k, namespace))
 
     def maintain(
         self, phases: Sequence[str] | None = None, *, namespace: str | None = DEFAULT_NAMESPACE,

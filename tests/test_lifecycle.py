@@ -149,8 +149,10 @@ def test_a_dry_run_restore_reports_exactly_what_the_restore_does_and_writes_noth
     before = (facts.list(None), facts.list(None, archived=True), facts.runs())
     preview = facts.restore(updated["run_id"], dry_run=True)
     assert (facts.list(None), facts.list(None, archived=True), facts.runs()) == before
+    back = [{"id": "rate", "namespace": "default", "text": facts.get("rate")["text"], "timestamp": facts.get("rate")["timestamp"], "state": "live"}]
     assert preview.to_dict() == {"run_id": updated["run_id"], "kind": "update", "restored_ids": ["rate"], "reopened_flags": [],
-                                 "removed_flags": [], "retired": "rate2", "dry_run": True}  # fmt: skip
+                                 "removed_flags": [], "retired": "rate2", "dry_run": True, "memories": back, "flags": [],
+                                 "archived_again": [], "phases": []}  # fmt: skip
     facts.forget(["rate2"])  # a later run now leans on the version the update wrote
     with pytest.raises(MemstoreError, match="no longer live"):
         facts.restore(updated["run_id"], dry_run=True)  # the error the restore would stop with
