@@ -45,7 +45,8 @@ def live_chart(runs: Sequence[dict[str, Any]], namespace: str, shown: str) -> Ma
 
 def archived_chart(runs: Sequence[dict[str, Any]]) -> Markup:
     """What each run that archived something archived, by reason."""
-    archiving = [run for run in runs if any(run[column] for column, _ in ARCHIVED)]
+    # A maintain run repeats its phases' counts: its phases are the bars.
+    archiving = [run for run in runs if run["kind"] != "maintain" and any(run[column] for column, _ in ARCHIVED)]
     return charts.stacked_bars(
         "What each run archived, by reason", [_label(run) for run in archiving],
         {name: [run[column] for run in archiving] for column, name in ARCHIVED},

@@ -10,13 +10,14 @@ one that does not exist.
 from __future__ import annotations
 
 import hmac
+from urllib.parse import quote, urlencode
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -33,7 +34,7 @@ from ..maintain import PHASES
 from ..records import memory_state, now_ms
 from ..store import MemoryStore
 from ..validate import INT64_MAX, INT64_MIN, parse_ttl
-from . import charts, queries
+from . import charts, queries, review, shown
 from .health import health_charts
 from .guard import CSRF_FIELD, csrf_value
 
@@ -68,6 +69,11 @@ def utc(ms: int | None) -> str:
         return f"{ms} ms"
 
 
+def when(ms: int | None) -> str:
+    """Unix ms as a list shows it: a UTC date and minute that never wraps ("2026-12-04 15:23 UTC")."""
+    text = utc(ms)
+    return f"{text[:10]}\u00a0{text[11:16]}\u00a0UTC" if text.endswith(" UTC") else text
+
 
 @dataclass
 class Site:
@@ -77,8 +83,12 @@ class Site:
     read_only: bool
 
     def __post_init__(self) -> None:
-        self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
-        self.templates.filters["utc"] = utc
+        # StrictUndefined: a template naming a field its value lacks fails (a test sees it), instead of printing "".
+        self.templates = Environment(
+            loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True), undefined=StrictUndefined
+        )
+        self.templates.globals["page_size"] = PAGE_SIZE
+        self.templates.filters.update(utc=utc, when=when, short=shown.short, short_id=shown.short_id, marked=shown.marked, plural=shown.plural)
         self.templates.filters["visible"] = visible
         self.csrf = csrf_value(self.token)
 
@@ -192,22 +202,28 @@ async def memory_page(request: Request) -> Response:
     memory = site.store.get(memory_id, namespace=site.scope())
     history = site.store.history(memory_id, namespace=site.scope())
     state = memory_state(memory, now_ms())
-    return site.render(request, "memory.html", memory=memory, history=history, state=state)
+    return site.render(request, "memory.html", memory=memory, history=history, state=state, done_run=shown.run_number(request.query_params.get("done")))
 
 
 async def runs_page(request: Request) -> Response:
+    """Every run, newest first, PAGE_SIZE at a time (a page kept to one namespace: its own runs
+    among them)."""
     site: Site = request.app.state.site
-    runs = site.store.runs(200)
+    offset = _offset(request.query_params.get("offset"))
+    runs = site.store.runs(PAGE_SIZE + 1, offset=offset)
+    following = offset + PAGE_SIZE if len(runs) > PAGE_SIZE else None
+    runs = runs[:PAGE_SIZE]
     if site.scope() is not None:
         runs = [run for run in runs if run["namespace"] == site.scope()]
-    return site.render(request, "runs.html", runs=runs)
+    return site.render(request, "runs.html", runs=runs, offset=offset, following=following, previous=max(offset - PAGE_SIZE, 0) if offset else None)
 
 
-def _run_shown(site: Site, run_id: int) -> dict[str, Any]:
-    """`MemoryStore.run` as the page may show it: on a page kept to one namespace, a run of another
-    reads as one that does not exist, and of a run over every namespace only this one's part."""
+def _run_shown(site: Site, run_id: int, offset: int = 0) -> dict[str, Any]:
+    """`MemoryStore.run` as the page may show it (PAGE_SIZE of what it archived from `offset`): on a
+    page kept to one namespace, a run of another reads as one that does not exist, and of a run over
+    every namespace only this one's part."""
     try:
-        run = site.store.run(run_id)
+        run = site.store.run(run_id, limit=PAGE_SIZE, offset=offset)
     except NotFoundError:
         run = None
     scope = site.scope()
@@ -216,30 +232,37 @@ def _run_shown(site: Site, run_id: int) -> dict[str, Any]:
     if scope is not None:
         for part in ("archived", "flags_raised", "flags_settled"):
             run[part] = [entry for entry in run[part] if entry["namespace"] == scope]
-        run["restored"] = []  # ids of every namespace: not this page's to list
+        run["restored"], run["restored_memories"], run["restored_total"] = [], [], 0  # every namespace's: not this page's to list
     return run
 
 
 async def run_page(request: Request) -> Response:
     site: Site = request.app.state.site
-    return site.render(request, "run.html", run=_run_shown(site, _path_id(request, "run_id")))
+    params = request.query_params
+    offset = _offset(params.get("offset"))
+    run = _run_shown(site, _path_id(request, "run_id"), offset)
+    following = offset + PAGE_SIZE if offset + PAGE_SIZE < max(run["archived_total"], run["restored_total"]) else None
+    return site.render(
+        request, "run.html", run=run, undone=shown.run_number(params.get("undone")), reopened=_listed(params.get("reopened")),
+        removed=_listed(params.get("removed")), settled=_listed(params.get("settled")), done_run=shown.run_number(params.get("done")), shown_flags=PAGE_SIZE,
+        previous=max(offset - PAGE_SIZE, 0) if offset else None, following=following,
+    )  # fmt: skip
 
 
-async def flags_page(request: Request) -> Response:
-    site: Site = request.app.state.site
-    namespace = site.scope() if site.scope() is not None else request.query_params.get("namespace") or None
-    status = request.query_params.get("status", "open")
-    if status not in ("open", "resolved", "dismissed", "all"):
-        raise ValidationError("the page", "status", f"is not one of open, resolved, dismissed, all: {status[:20]!r}")
-    flags = site.store.flags(namespace, status=status)
-    ids = {flag["older_id"] for flag in flags} | {flag["newer_id"] for flag in flags}
-    sides = {}
-    for memory_id in sorted(ids):
-        try:
-            sides[memory_id] = site.store.get(memory_id, namespace=site.scope())
-        except NotFoundError:
-            continue
-    return site.render(request, "flags.html", flags=flags, sides=sides, shown=status)
+def _offset(text: str | None) -> int:
+    """An offset in a list from the address: 0 if not given."""
+    number = _number(text, "offset") if text else 0
+    if number < 0:
+        raise ValidationError("the page", "offset", "is below 0")
+    return number
+
+
+def _listed(text: str | None) -> list[int]:
+    """Flag numbers an undo's answer carries ("3,4,9"); anything else is left out."""
+    return [number for number in map(shown.run_number, (text or "").split(",")) if number is not None]
+
+
+
 
 
 async def report_page(request: Request) -> Response:
@@ -269,15 +292,28 @@ async def maintain_page(request: Request) -> Response:
     # A GET reads only: the preview runs on a scratch copy of the namespace, embeds nothing and
     # leaves out the store-wide check (memstore.maintain_preview).
     preview = site.store.maintain_preview(_maintained_phases(site), namespace=site.chosen_namespace(request), stale=stale)
-    return site.render(request, "maintain.html", report=preview, namespace=site.chosen_namespace(request), stale=stale)
+    return site.render(
+        request, "maintain.html", report=preview, namespace=site.chosen_namespace(request), stale=stale,
+        ran_nothing=request.query_params.get("ran") == "nothing", failed=request.query_params.get("failed", ""),
+    )  # fmt: skip
 
 
 # -- actions ----------------------------------------------------------------------------------------
 
 
-def _done(request: Request, title: str, message: str, *, run_id: int | None = None, link: str | None = None) -> Response:
-    site: Site = request.app.state.site
-    return site.render(request, "done.html", title=title, message=message, run_id=run_id, link=link)
+def _answer(path: str, run_id: int | None = None, **more: str) -> Response:
+    """The answer to a POST: 303 to the page that shows what it did (a reload shows it again and
+    changes nothing), with `done=RUN` for the notice that names the run and offers its undo."""
+    fields = {**({"done": str(run_id)} if run_id is not None else {}), **{name: value for name, value in more.items() if value}}
+    return RedirectResponse(path + (f"?{urlencode(fields)}" if fields else ""), status_code=303)
+
+
+def _numbers(ids: list[int]) -> str:
+    return ",".join(str(number) for number in ids)
+
+
+def _memory_path(memory_id: str) -> str:
+    return f"/memories/{quote(memory_id, safe='')}"
 
 
 async def update_memory(request: Request) -> Response:
@@ -299,8 +335,7 @@ async def update_memory(request: Request) -> Response:
     elif expiry == "ttl" and fields.get("ttl", "").strip():
         changes["ttl"] = parse_ttl(fields["ttl"].strip(), "expires in")
     row = site.store.update(memory_id, namespace=site.scope(), **changes)
-    return _done(request, f"Updated {memory_id}", f"{memory_id} is archived as superseded by {row['id']}.",
-                 run_id=row["run_id"], link=f"/memories/{row['id']}")  # fmt: skip
+    return _answer(_memory_path(row["id"]), row["run_id"])
 
 
 async def forget_memory(request: Request) -> Response:
@@ -308,7 +343,7 @@ async def forget_memory(request: Request) -> Response:
     fields = await site.form(request)
     memory_id = request.path_params["memory_id"]
     report = site.store.forget([memory_id], reason=fields.get("reason") or None, namespace=site.scope())
-    return _done(request, f"Forgot {memory_id}", f"{memory_id} is archived as forgotten.", run_id=report.run_id, link=f"/memories/{memory_id}")
+    return _answer(_memory_path(memory_id), report.run_id)
 
 
 async def supersede_memory(request: Request) -> Response:
@@ -316,7 +351,15 @@ async def supersede_memory(request: Request) -> Response:
     fields = await site.form(request)
     memory_id, by = request.path_params["memory_id"], fields.get("by", "").strip()
     report = site.store.supersede(memory_id, by=by, namespace=site.scope())
-    return _done(request, f"Superseded {memory_id}", f"{memory_id} is archived as superseded by {by}.", run_id=report.run_id, link=f"/memories/{by}")
+    return _answer(_memory_path(memory_id), report.run_id)
+
+
+async def restore_memory(request: Request) -> Response:
+    """"Restore this memory": one archived memory back alone, a run of its own (`memstore restore ID`)."""
+    site: Site = request.app.state.site
+    await site.form(request)
+    memory_id = request.path_params["memory_id"]
+    return _answer(_memory_path(memory_id), site.store.restore_memory(memory_id, namespace=site.scope()).run_id)
 
 
 async def undo_run(request: Request) -> Response:
@@ -328,37 +371,10 @@ async def undo_run(request: Request) -> Response:
     if site.scope() is not None and run["namespace"] != site.scope():
         raise NotFoundError(f"no run {run_id}")
     report = site.store.restore(run_id)
-    restored = ", ".join(report.restored_ids) or "nothing"
-    return _done(request, f"Undid run {run_id}", f"Run {run_id} is undone; back in the live set: {restored}.", link=f"/runs/{run_id}")
-
-
-async def keep_side(request: Request) -> Response:
-    site: Site = request.app.state.site
-    fields = await site.form(request)
-    flag = _open_flag(site, _path_id(request, "flag_id"))
-    keep = fields.get("keep", "")
-    if keep not in (flag["older_id"], flag["newer_id"]):
-        raise MemstoreError(f"flag {flag['id']} is between {flag['older_id']} and {flag['newer_id']}, not {keep}")
-    other = flag["newer_id"] if keep == flag["older_id"] else flag["older_id"]
-    report = site.store.supersede(other, by=keep, namespace=site.scope())
-    return _done(request, f"Kept {keep}", f"{other} is archived as superseded by {keep}; flag {flag['id']} is resolved.",
-                 run_id=report.run_id, link="/flags")  # fmt: skip
-
-
-async def dismiss_flag(request: Request) -> Response:
-    site: Site = request.app.state.site
-    await site.form(request)
-    flag = _open_flag(site, _path_id(request, "flag_id"))
-    dismissed = site.store.dismiss_flag(flag["id"])
-    return _done(request, f"Dismissed flag {flag['id']}", f"Flag {flag['id']} ({flag['older_id']} vs {flag['newer_id']}) is dismissed.",
-                 run_id=dismissed["run_id"], link="/flags")  # fmt: skip
-
-
-def _open_flag(site: Site, flag_id: int) -> dict[str, Any]:
-    for flag in site.store.flags(site.scope()):
-        if flag["id"] == flag_id:
-            return flag
-    raise NotFoundError(f"no open flag {flag_id}")
+    # What came back is on the run's page (its `restored`); which flags opened again or went is not
+    # kept by the store, so the answer carries their numbers.
+    changed = {change: _numbers([flag["id"] for flag in report.flags if flag["change"] == change]) for change in ("reopened", "settled", "removed")}
+    return _answer(f"/runs/{run_id}", None, undone=str(len(report.memories)), **changed)
 
 
 async def run_maintain(request: Request) -> Response:
@@ -366,7 +382,10 @@ async def run_maintain(request: Request) -> Response:
     fields = await site.form(request)
     namespace = site.namespace if site.namespace is not None else fields.get("namespace") or DEFAULT_NAMESPACE
     report = site.store.maintain(_maintained_phases(site), namespace=namespace, stale=fields.get("stale") == "yes")
-    return site.render(request, "maintain.html", report=report, namespace=namespace, stale=fields.get("stale") == "yes")
+    failed = ",".join(phase.name for phase in report.phases if phase.status == "failed")
+    if report.run_id is None:  # it changed nothing: no run to show
+        return _answer("/maintain", None, namespace=namespace, ran="nothing", failed=failed)
+    return _answer(f"/runs/{report.run_id}", report.run_id, failed=failed)
 
 
 async def run_check(request: Request) -> Response:
@@ -400,9 +419,11 @@ def create_app(store: MemoryStore, *, token: str, namespace: str | None = None, 
         Route("/", overview), Route("/memories", memories_page), Route("/memories/{memory_id:path}/update", update_memory, methods=["POST"]),
         Route("/memories/{memory_id:path}/forget", forget_memory, methods=["POST"]),
         Route("/memories/{memory_id:path}/supersede", supersede_memory, methods=["POST"]),
+        Route("/memories/{memory_id:path}/restore", restore_memory, methods=["POST"]),
         Route("/memories/{memory_id:path}", memory_page), Route("/runs", runs_page), Route("/runs/{run_id:int}", run_page),
-        Route("/runs/{run_id:int}/undo", undo_run, methods=["POST"]), Route("/flags", flags_page),
-        Route("/flags/{flag_id:int}/keep", keep_side, methods=["POST"]), Route("/flags/{flag_id:int}/dismiss", dismiss_flag, methods=["POST"]),
+        Route("/runs/{run_id:int}/undo", undo_run, methods=["POST"]), Route("/flags", review.flags_page),
+        Route("/flags/dismiss", review.dismiss_these, methods=["POST"]), Route("/flags/{flag_id:int}/keep", review.keep_side, methods=["POST"]),
+        Route("/flags/{flag_id:int}/dismiss", review.dismiss_flag, methods=["POST"]),
         Route("/report", report_page), Route("/maintain", maintain_page), Route("/maintain", run_maintain, methods=["POST"]), Route("/check", run_check, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]  # fmt: skip

@@ -6,7 +6,10 @@ plural, and the address a reviewer came from (only a path on this page, never an
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from urllib.parse import urlsplit
+
+from markupsafe import Markup, escape
 
 # A text in a list is shortened to about this many characters (the whole text is one click away).
 TEXT_CHARS = 90
@@ -44,6 +47,19 @@ def relevance(scores: list[float]) -> list[float]:
     return [max(score, 0.0) / best if best > 0 else 0.0 for score in scores]
 
 
+def marked(text: str | None, words: Iterable[str]) -> Markup:
+    """`text`, escaped, with each of `words` (the words that differ from the other side) in <mark>."""
+    differing = set(words)
+    parts = re.split(r"(\s+)", text or "")
+    return Markup("").join(Markup("<mark>%s</mark>") % part if part in differing else escape(part) for part in parts)
+
+
+def run_number(text: str | None) -> int | None:
+    """A run's number as an action's answer carries it in the address (`done=N`), or None."""
+    text = text or ""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
+
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -59,4 +75,4 @@ def local_path(given: str | None, fallback: str) -> str:
     return given
 
 
-__all__ = ["ID_CHARS", "TEXT_CHARS", "local_path", "plural", "relevance", "short", "short_id"]
+__all__ = ["ID_CHARS", "TEXT_CHARS", "local_path", "marked", "plural", "relevance", "run_number", "short", "short_id"]
