@@ -17,14 +17,36 @@ files: copying them, and reading them from outside memstore), ``bench/``, ``tort
 ``eval_recall`` (with ``longmemeval``, the public benchmark's set), ``semantic_eval``. The shell scripts beside them (``test``, ``quickstart``,
 ``offline-model``) and the scheduling examples (``cron.example``, ``systemd/``) are run as files.
 Child processes of these programs run as modules too, from the root: ``module_command`` below.
+
+Importing this package moves the root to the end of ``sys.path`` (``checkout_last``): ``scripts`` and
+``tests`` are found there, and ``memstore`` in the installed package first, so a program run from a
+checkout exercises the memstore that is installed (the wheel, in the test command's venvs).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def checkout_last() -> None:
+    """Move the checkout's root behind the installed packages on ``sys.path``. ``python -m`` (the
+    current directory) and pytest (the root above ``tests/``) put it first, where ``import memstore``
+    would read the checkout's source instead of the installed package. With an editable install, or
+    none, memstore is still found in the checkout: nothing else provides it."""
+    if "memstore" in sys.modules:
+        return
+    at_root = [entry for entry in sys.path if Path(entry or os.curdir).resolve() == REPO]
+    for entry in at_root:
+        sys.path.remove(entry)
+    if at_root:
+        sys.path.append(str(REPO))
+
+
+checkout_last()
 
 
 def module_command(module: str, *args: str) -> list[str]:

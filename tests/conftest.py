@@ -20,11 +20,27 @@ from hypothesis import settings
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+import memstore
 from memstore import MemoryStore
 from memstore.db import can_load_extensions, sqlite_driver
 
 from .pgserver import start_temp_postgres
 from .strategies import PROFILE, QUICK_EXAMPLES
+
+# The tests are of the memstore users install (scripts/test installs the wheel): a run that would
+# test the checkout's source stops here, but for the quick loop on an editable install, which says
+# so with MEMSTORE_TEST_EDITABLE=1 (docs/development.md).
+_CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config):
+    if Path(memstore.__file__).resolve().parent == _CHECKOUT / "memstore" and os.environ.get("MEMSTORE_TEST_EDITABLE") != "1":
+        pytest.exit(
+            f"memstore is imported from the checkout ({Path(memstore.__file__).parent}), not from an installed wheel: "
+            "run scripts/test, or set MEMSTORE_TEST_EDITABLE=1 to test an editable install on purpose",
+            returncode=1,
+        )
+
 
 # "full" (the default, what CI runs): Hypothesis's own defaults, each property test's @settings on
 # top; "quick": every property test capped at QUICK_EXAMPLES (see tests/strategies.py).
@@ -85,14 +101,6 @@ def _module_name(item) -> str:
     return item.module.__name__.rsplit(".", 1)[-1]
 
 
-def pytest_addoption(parser):
-    parser.addoption(
-        "--alone", choices=("exclude", "only"), default=None,
-        help="leave out the tests marked `alone` (for a parallel run), or run only them (the pass of their own "
-             "that scripts/test runs after it); by default every test runs",
-    )  # fmt: skip
-
-
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadscope` with this suite's scopes: a test module, or one test of SPLIT_MODULES.
@@ -114,8 +122,7 @@ def pytest_collection_modifyitems(config, items):
     """Every test `is_slow` names is marked `slow`: `pytest -m "not slow"` is the quick loop, the
     full suite stays the default. Tests that need sqlite-vec in the store's own connection are
     deselected where this Python's sqlite3 cannot load it: the test command runs them again under a
-    Python that can (scripts/test). `--alone exclude|only` leaves out the tests marked `alone`, or
-    keeps only them."""
+    Python that can (scripts/test)."""
     for item in items:
         if is_slow(item):
             item.add_marker(pytest.mark.slow)
@@ -124,15 +131,6 @@ def pytest_collection_modifyitems(config, items):
         if unable:
             config.hook.pytest_deselected(items=unable)
             items[:] = [item for item in items if not item.get_closest_marker("sqlite_vec")]
-    both = [item.nodeid for item in items if item.get_closest_marker("alone") and (item.get_closest_marker("sqlite_vec") or item.get_closest_marker("every_python"))]
-    if both:  # the first run of scripts/test takes those markers, and has no pass for `alone`
-        raise pytest.UsageError(f"a test marked alone cannot be marked sqlite_vec or every_python too: {both}")
-    alone = config.getoption("alone")
-    if alone is not None:
-        keep = [item for item in items if (item.get_closest_marker("alone") is not None) == (alone == "only")]
-        if len(keep) < len(items):
-            config.hook.pytest_deselected(items=[item for item in items if item not in keep])
-            items[:] = keep
     if os.environ.get("PYTEST_XDIST_WORKER"):  # a pytest-xdist worker: the longest modules first
         rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
         items.sort(key=lambda item: rank.get(_module_name(item), len(rank)))  # stable: a module keeps its order

@@ -90,7 +90,9 @@ Repeats: each scenario runs ``--repeats`` times (median reported) unless one run
 ``--slow`` seconds (default 10), in which case it runs once. Store files are copied with
 shutil.copy after every connection is closed and the WAL checkpointed, so each measured variant
 starts from the same state. Results go to bench-results/bench.json (machine info included); the
-exit status is 0 unless a consistency check (incremental == full result, exactness, an importer's counts) fails.
+exit status is 0 unless a consistency check (incremental == full result, exactness, an importer's
+counts) fails or a speed target is missed (LangGraph's ratios); ``--no-targets`` prints a missed
+target without failing, for runs at sizes too small to judge speed (the tests').
 
 The modules: cli.py (the options, the run, the exit status), core.py (the per-size run: bulk, add,
 near-duplicates), consolidation.py, recall.py, ops.py, vectors.py (with launcher.py), copy.py,

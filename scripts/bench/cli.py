@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vectors-big", type=int, default=1_000_000, help="memories of the big long-lived vector scenario")
     parser.add_argument("--ops-sizes", type=int, nargs="+", default=[50_000, 500_000], help="live stores of the job-report scenario")
     parser.add_argument("--cli-runs", type=int, default=21, help="wall-time runs of memstore add and of its baseline")
+    parser.add_argument("--no-targets", action="store_true",
+                        help="print a missed speed target but do not fail on it (a run at sizes too small to judge speed, "
+                             "as the tests run the bench); the correctness checks still fail the run")
     args = parser.parse_args(argv)
     sizes = [] if args.only in ("ops", "vectors", "copy", "web", "importers", "langgraph") else [10_000] if args.quick else sorted(args.sizes)
 
@@ -143,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"CHECK FAILED: {failure}", file=sys.stderr)
     if langgraph:
         for failure in langgraph_failures(langgraph):
-            ok = False
-            print(f"TARGET MISSED: {failure}", file=sys.stderr)
+            ok = ok and args.no_targets
+            print(f"TARGET MISSED{' (not judged: --no-targets)' if args.no_targets else ''}: {failure}", file=sys.stderr)
     print(f"\nwrote {args.output}")
     return 0 if ok else 1
 
