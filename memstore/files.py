@@ -11,15 +11,21 @@ FIFO or a block device is opened and written, as a shell's `>` does; renaming ov
 the node itself for a regular file (run as root, `export -o /dev/null` did that to the machine's
 `/dev/null`). A symlink is followed: the link stays, the file it points to is written (created,
 0600, if it does not exist yet).
+
+A folder of derived files memstore alone writes (the vector files beside a store) is held to more:
+it is the user's own 0700 folder, opened without following a link and used through its descriptor,
+and anything else found under its name is removed and made again (`open_private_folder`); the files
+in it are opened without following links, and only regular files are read (`open_in_folder`).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import secrets
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -124,7 +130,9 @@ def replaced_privately(path: str | os.PathLike[str], *, encoding: str = "utf-8",
     if not target.parent.is_dir():
         # Named here: the first file the write would create is the partial one, a name of ours.
         raise MemstoreError(f"{target.parent} does not exist (the folder to write {target.name} in)")
-    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    # The process id names the writer; the random part keeps a file a killed process of the same id
+    # left behind from ever being in the way.
+    partial = target.with_name(f".{target.name}.partial-{os.getpid()}-{secrets.token_hex(4)}")
     fd = _create_exclusive(partial, os.O_WRONLY)
     if fd is None:
         raise FileExistsError(errno.EEXIST, "a partial file is in the way", str(partial))
@@ -142,3 +150,143 @@ def replaced_privately(path: str | os.PathLike[str], *, encoding: str = "utf-8",
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# A private folder of derived files (the vector files), used through its descriptor
+# ---------------------------------------------------------------------------------------------
+
+# What an open inside a private folder adds: never through a link; a FIFO never blocks the open.
+_IN_FOLDER = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def folder_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why `path` is not its user's private folder of private regular files, in a few words (None
+    when it is, or when nothing is there): what `memstore check` reports."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(found.st_mode):
+        return "is a symlink"
+    if not stat.S_ISDIR(found.st_mode):
+        return "is not a folder"
+    if found.st_uid != os.geteuid():
+        return f"belongs to uid {found.st_uid}, not to this user (uid {os.geteuid()})"
+    if (mode := stat.S_IMODE(found.st_mode)) & 0o077:
+        return f"is mode {mode:04o}, not 0700"
+    for entry in sorted(os.scandir(path), key=lambda entry: entry.name):
+        held = entry.stat(follow_symlinks=False)
+        if stat.S_ISLNK(held.st_mode):
+            return f"holds {entry.name}, a symlink"
+        if not stat.S_ISREG(held.st_mode):
+            return f"holds {entry.name}, which is not a regular file"
+        if held.st_uid != os.geteuid():
+            return f"holds {entry.name} of uid {held.st_uid}"
+        if (mode := stat.S_IMODE(held.st_mode)) & 0o077:
+            return f"holds {entry.name}, mode {mode:04o}"
+    return None
+
+
+def remove_node(name: str, folder: int) -> None:
+    """Remove whatever `name` is in the folder open as `folder`: a file, a link (never what it
+    points to), a folder with everything in it."""
+    try:
+        found = os.lstat(name, dir_fd=folder)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(found.st_mode):
+        shutil.rmtree(name, dir_fd=folder)  # by descriptors, never following a link
+    else:
+        os.unlink(name, dir_fd=folder)
+
+
+def remove_folder(path: str | os.PathLike[str]) -> None:
+    """Remove `path` when it is a folder (with what it holds) or a link (not what it points to)."""
+    if os.path.islink(path):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)  # by descriptors on Linux (`shutil.rmtree.avoids_symlink_attacks`)
+
+
+def open_private_folder(path: str | os.PathLike[str]) -> int:
+    """A descriptor of `path`, this user's own 0700 folder (created if missing), for files this
+    process writes and reads by name inside it (`open_in_folder`). What else is found there is
+    never trusted: a link is removed (never followed), a folder of another user removed with what
+    it holds and made again, the user's own folder that group or others can open made 0700 (and
+    emptied when they could write into it: a file there may be theirs, or a link). Raises OSError
+    when it cannot be made so (a regular file in the way, a folder this user may not remove)."""
+    for _ in range(3):
+        try:
+            os.mkdir(path, PRIVATE_DIR_MODE)
+        except FileExistsError:
+            pass
+        try:
+            folder = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path):
+                os.unlink(path)  # a link: gone, never followed
+                continue
+            raise
+        found = os.fstat(folder)
+        if found.st_uid != os.geteuid():
+            os.close(folder)
+            remove_folder(path)
+            continue
+        mode = stat.S_IMODE(found.st_mode)
+        if mode & 0o077:
+            os.fchmod(folder, PRIVATE_DIR_MODE)  # first: nobody else adds anything from now on
+            if mode & 0o022:
+                for name in os.listdir(folder):
+                    remove_node(name, folder)
+        return folder
+    raise OSError(errno.EPERM, "not this user's private folder", os.fspath(path))
+
+
+def open_in_folder(folder: int, name: str, flags: int = os.O_RDONLY) -> int:
+    """A descriptor of the regular file `name` in the folder open as `folder`, opened with `flags`
+    (with O_CREAT: created 0600), never through a link. Anything else found under the name (a link,
+    a folder, a FIFO) raises OSError; with O_CREAT it is removed and the file made instead."""
+    for _ in range(2):
+        try:
+            fd = os.open(name, flags | _IN_FOLDER, PRIVATE_FILE_MODE, dir_fd=folder)
+        except OSError as exc:
+            if not flags & os.O_CREAT or exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EWOULDBLOCK):
+                raise
+            remove_node(name, folder)
+            continue
+        found = os.fstat(fd)
+        if stat.S_ISREG(found.st_mode):
+            os.set_blocking(fd, True)
+            return fd
+        os.close(fd)
+        if not flags & os.O_CREAT:
+            raise OSError(errno.EINVAL, "not a regular file", name)
+        remove_node(name, folder)
+    raise OSError(errno.EINVAL, "not a regular file", name)
+
+
+def replace_in_folder(folder: int, name: str, chunks: Iterable[bytes]) -> None:
+    """Write `chunks` to `name` in the folder open as `folder`: a new 0600 file beside it, flushed
+    to disk, renamed over it once whole. The rename replaces whatever `name` was (a link itself,
+    never what it points to); a folder in the way is removed first."""
+    partial = f".{name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _IN_FOLDER, PRIVATE_FILE_MODE, dir_fd=folder)
+    try:
+        os.set_blocking(fd, True)
+        os.fchmod(fd, PRIVATE_FILE_MODE)
+        with os.fdopen(fd, "wb", closefd=False) as out:
+            for chunk in chunks:
+                out.write(chunk)
+        os.fdatasync(fd)
+        try:
+            os.replace(partial, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except IsADirectoryError:
+            remove_node(name, folder)
+            os.replace(partial, name, src_dir_fd=folder, dst_dir_fd=folder)
+    finally:
+        os.close(fd)
+        try:
+            os.unlink(partial, dir_fd=folder)
+        except FileNotFoundError:
+            pass

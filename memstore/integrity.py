@@ -3,8 +3,10 @@
 Finds what hand edits, crashes or an old tool can leave behind: a failed integrity check, rows whose
 stored `norm_key` is not `normalize_key(text)` (say, text edited in the sqlite3 shell), ids live and
 archived at once, a schema not at head, index drift, a full-text index or live counts out of step,
-WAL switched off, a store file that other local users can read, a vector that is not the model's (the
-wrong length, a NaN or an infinity), a vector index out of step with the live memories' vectors.
+WAL switched off, a store file that other local users can read, a vectors folder beside it that is
+not its user's own 0700 folder of private files (`memstore.semantic.vector_file`), a vector that is
+not the model's (the wrong length, a NaN or an infinity), a vector index out of step with the live
+memories' vectors.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from sqlalchemy.exc import OperationalError
 from .db import chunked, read_transaction, rows_in, write_transaction
 from .errors import StoreBusyError
 from . import vector_index
-from .files import PRIVATE_FILE_MODE, shared_with_others
+from .files import PRIVATE_FILE_MODE, folder_problem, remove_folder, shared_with_others
 from .live_counts import live_counts_by_namespace, recount_live
 from .migrate import SCHEMA_HEAD, current_revision, index_drift
 from .schema import FTS_TABLE, LIVE_COUNTS_TABLE, LIVE_COUNTS_TRIGGERS, SEQ_GUARD_TRIGGER, memories, memory_archive, memory_vectors
 from .normalize import normalize_key
+from .semantic.vector_file import directory_of
 from .semantic.vectors import EmbeddingModel, model_of
 
 FTS_TRIGGERS = tuple(f"{FTS_TABLE}_after_{event}" for event in ("insert", "delete", "update"))
@@ -196,6 +199,31 @@ def _shared_files(engine: Engine) -> list[tuple[str, int]]:
     return found
 
 
+def _vectors_folder(engine: Engine, fix: bool) -> list[Finding]:
+    """A finding when the vector files' folder beside a SQLite store is not its user's own 0700
+    folder of private files; with `fix` it is removed (derived data: the next search that reads
+    vector files makes it again), unless it is not a folder (nothing of memstore's to remove)."""
+    database = engine.url.database
+    if database in (None, "", ":memory:"):
+        return []
+    folder = directory_of(database)
+    problem = folder_problem(folder)
+    if problem is None:
+        return []
+    if problem == "is not a folder":
+        return [Finding("permissions", f"{folder} is not a folder: the vector files cannot be kept there and searches read "
+                        "the store instead; move it away")]  # fmt: skip
+    finding = Finding("permissions", f"{folder} {problem}: another local user could read or change the vectors searches "
+                      "read; --fix removes it (the next search makes it again, the owner's 0700 folder)")  # fmt: skip
+    if fix:
+        try:
+            remove_folder(folder)
+            finding.fixed = True
+        except OSError as exc:
+            finding.detail += f" (--fix could not: {exc.strerror or exc})"
+    return [finding]
+
+
 def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
     """Run every check; with `fix`, recompute wrong keys and rebuild the recall index in one transaction."""
     report = CheckReport()
@@ -227,6 +255,8 @@ def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
         for (path, _), finding in zip(shared, permission_findings):
             os.chmod(path, PRIVATE_FILE_MODE)
             finding.fixed = True
+    if engine.dialect.name == "sqlite":
+        report.findings += _vectors_folder(engine, fix)
     key_findings = [Finding("norm_key", f"{table} {row_id!r}: norm_key should be {key!r}") for table, row_id, key in wrong_keys]
     report.findings += key_findings
     fts_findings = [f for f in report.findings if f.check == "fts" and "trigger" not in f.detail]

@@ -19,6 +19,22 @@ current; a search brings it up to date first (reading only what was embedded sin
 it when the model changed or the file is damaged, missing or another store's. Deleting the directory loses
 nothing. A rows file may run past the ids (a writer stopped before renaming the .json): those rows
 are not read, and the next update overwrites them.
+
+A file is brought up to date from the store's latest committed state, read in a transaction of its
+own, also by a search inside a write transaction (a recall that counts itself) when that
+transaction has written no vector (its counters are the committed ones); one that has searches the
+store. A file is damaged, and rebuilt by the search that finds it so, when its header is not
+exactly what memstore writes (types, the model, the width, ids that are unique strings, no more
+than the rows), when it is ahead of the store's counters (a forged header, a store restored from a
+backup), when a row holds a NaN or an infinity (a rewrite keeps finite rows only), or when a
+candidate's row differs from the store's vector though the file claims this very snapshot. Partial
+files a killed writer left are removed by the next writer of that namespace. Whatever cannot be
+read or written (the folder, a file) makes the search answer from the store: the same answers.
+
+The folder is this user's own 0700 folder (`memstore.files.open_private_folder`): made so, or
+removed and made again, before anything is read from it or written to it; every file in it is
+opened by name under the folder's descriptor, never through a link. `memstore check` reports a
+folder that is not so, and `check --fix` removes it.
 """
 
 from __future__ import annotations
@@ -30,15 +46,16 @@ import mmap
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine
 
-from ..files import create_private_file, make_private_dirs, replaced_privately
+from ..files import open_in_folder, open_private_folder, remove_node, replace_in_folder
 from ..db import WRITE_OPTION, read_transaction
 from .vectors import (
-    CANDIDATES_PER_RESULT, EmbeddingModel, _best, _ranked, current_counters, live_vectors, model_of,
+    CANDIDATES_PER_RESULT, EmbeddingModel, _chosen, _ranked, current_counters, live_vectors, model_of,
     namespace_vectors_since, newest_embedding, vector_file_store,
 )
 from .vectors import search as search_in_store
@@ -53,6 +70,10 @@ FORMAT = 1
 # 100,000 mapped at once added 154 MB to the process). Mapped, not read: reading copied 100,000
 # vectors in 100-140 ms here, mapping them in 30-50.
 SCAN_ROWS = 32_768
+# Rows per block when a file is written whole (each block checked for values that are not finite).
+WRITE_ROWS = 8_192
+# Times a search goes round (read, bring up to date, read again) before it answers from the store.
+ROUNDS = 3
 
 
 def directory_of(store_path: str) -> Path:
@@ -63,91 +84,133 @@ def _name(namespace: str) -> str:
     return hashlib.sha256(namespace.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-class VectorFile:
-    """One namespace's vector file (see the module's docstring)."""
+class Damaged(Exception):
+    """A vector file found damaged while it was read: rebuilt, then read again."""
 
-    def __init__(self, store_path: str, model: EmbeddingModel, namespace: str) -> None:
-        self.model = model
-        self.namespace = namespace
-        folder = directory_of(store_path)
-        self.folder = folder
-        self.meta_path = folder / f"{_name(namespace)}.json"
-        self.rows_path = folder / f"{_name(namespace)}.f32"
-        self.lock_path = folder / f"{_name(namespace)}.lock"
+
+@dataclass(frozen=True)
+class Counters:
+    """What the store's vectors are at, as a snapshot sees them (a header records the same)."""
+
+    version: int
+    epoch: int
+    epoch_id: str | None
+    newest: int
+
+    def ahead_of(self, other: Counters) -> bool:
+        return self.version > other.version or self.newest > other.newest
+
+    def behind(self, other: Counters) -> bool:
+        return self.version < other.version or self.newest < other.newest
+
+    def same_model(self, other: Counters) -> bool:
+        return (self.epoch, self.epoch_id) == (other.epoch, other.epoch_id)
+
+
+def counters_of(conn: Connection, model: EmbeddingModel) -> Counters:
+    version, epoch, epoch_id = current_counters(conn)
+    newest = newest_embedding(conn, model)
+    return Counters(version, epoch, epoch_id, -1 if newest is None else newest)
+
+
+def _header_counters(meta: dict[str, Any]) -> Counters:
+    return Counters(meta["version"], meta["epoch"], meta["epoch_id"], meta["newest"])
+
+
+class VectorFile:
+    """One namespace's vector file in the folder open as `folder` (see the module's docstring)."""
+
+    def __init__(self, folder: int, model: EmbeddingModel, namespace: str) -> None:
+        self.folder, self.model, self.namespace = folder, model, namespace
+        name = _name(namespace)
+        self.meta_name, self.rows_name, self.lock_name = f"{name}.json", f"{name}.f32", f"{name}.lock"
+        self.partial_prefix = f".{name}."  # of the partial files replace_in_folder writes
 
     @contextmanager
     def _locked(self, kind: int) -> Iterator[None]:
         # flock, not fcntl's POSIX locks: those belong to the process, and closing any descriptor of
-        # the file would drop them; flock's belong to this open file.
-        make_private_dirs(self.folder)
-        create_private_file(self.lock_path)
-        with open(self.lock_path, "rb") as handle:
-            fcntl.flock(handle, kind)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
-    def _read_meta(self, epoch_id: str | None) -> dict[str, Any] | None:
-        """The file's header, or None when missing, damaged, or not this store's (`epoch_id`), this
-        namespace's and this model's."""
+        # the file would drop them; flock's belong to this open file, and go with its descriptor.
+        lock = open_in_folder(self.folder, self.lock_name, os.O_RDONLY | os.O_CREAT)
         try:
-            meta = json.loads(self.meta_path.read_text(encoding="utf-8"))
-            rows = self.rows_path.stat().st_size // (4 * self.model.dim)
-        except (OSError, ValueError):
+            fcntl.flock(lock, kind)
+            yield
+        finally:
+            os.close(lock)
+
+    def _read_meta(self) -> dict[str, Any] | None:
+        """The file's header, or None when missing or damaged: anything but exactly what
+        `_write_meta` writes for this namespace and model, naming no more rows than the file holds."""
+        try:
+            with os.fdopen(open_in_folder(self.folder, self.meta_name), "rb") as header:
+                meta = json.loads(header.read().decode("utf-8"))
+            rows = open_in_folder(self.folder, self.rows_name)
+            try:
+                count = os.fstat(rows).st_size // (4 * self.model.dim)
+            finally:
+                os.close(rows)
+        except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deep
             return None
+        if not isinstance(meta, dict) or not all(type(meta.get(key)) is int for key in ("format", "dim", "epoch", "version", "newest")):
+            return None
+        ids = meta.get("ids")
         fits = (
-            isinstance(meta, dict) and meta.get("format") == FORMAT and meta.get("epoch_id") == epoch_id
-            and meta.get("namespace") == self.namespace
-            and meta.get("model") == self.model.name and meta.get("dim") == self.model.dim
-            and isinstance(meta.get("ids"), list) and len(meta["ids"]) <= rows
+            meta["format"] == FORMAT and meta["dim"] == self.model.dim and meta.get("model") == self.model.name
+            and meta.get("namespace") == self.namespace and (meta.get("epoch_id") is None or type(meta["epoch_id"]) is str)
+            and type(ids) is list and len(ids) <= count and all(type(memory_id) is str for memory_id in ids)
+            and len(set(ids)) == len(ids)
         )  # fmt: skip
         return meta if fits else None
 
-    def current(self, conn: Connection) -> dict[str, Any] | None:
-        """The header of a file holding every vector `conn` sees, brought up to date first when it
-        is behind; None when it cannot be used (search the store instead): this snapshot is older
-        than the file's model (a model set since), or the file is behind and `conn` is inside a
-        write transaction, whose vectors are not committed (a dry run rolls them back)."""
-        version, epoch, epoch_id = current_counters(conn)
-        newest = newest_embedding(conn, self.model)
-        newest = -1 if newest is None else newest
+    def update(self, engine: Engine, *, unless_past: Counters | None = None, force: bool = False) -> Counters | None:
+        """Bring the file to the store's latest committed state, read in a transaction of its own,
+        rewritten whole when `force`d (found damaged), missing, of another model or store, or ahead
+        of the store; those counters. None, touching nothing, when they are not `unless_past` (a
+        write transaction's: it has written vectors the file must not hold)."""
+        with self._locked(fcntl.LOCK_EX), read_transaction(engine) as reader:
+            latest = counters_of(reader, self.model)
+            if unless_past is not None and latest != unless_past:
+                return None
+            for leftover in os.listdir(self.folder):  # no other writer runs: a killed one's partial files
+                if leftover.startswith(self.partial_prefix) and ".partial-" in leftover:
+                    remove_node(leftover, self.folder)
+            meta = self._read_meta()
+            held = None if meta is None else _header_counters(meta)
+            if force or held is None or not held.same_model(latest) or held.ahead_of(latest):
+                self._rewrite(reader, latest)
+            elif held.behind(latest):
+                self._append(reader, meta, latest)
+            return latest
 
-        def behind(meta: dict[str, Any]) -> bool:
-            # A store restored from a backup can count versions again that the file has seen, but
-            # what it embeds since is stamped after everything the file holds.
-            return meta["version"] < version or meta["newest"] < newest
+    def _rewrite(self, conn: Connection, latest: Counters) -> None:
+        import numpy as np
 
-        with self._locked(fcntl.LOCK_SH):
-            meta = self._read_meta(epoch_id)
-        if meta is not None and meta["epoch"] == epoch and not behind(meta):
-            return meta
-        if (meta is not None and meta["epoch"] > epoch) or conn.get_execution_options().get(WRITE_OPTION):
-            return None
-        with self._locked(fcntl.LOCK_EX):
-            meta = self._read_meta(epoch_id)  # another process may have brought it up to date meanwhile
-            if meta is None or meta["epoch"] < epoch:
-                meta = self._rewrite(conn, version, epoch, epoch_id)
-            elif meta["epoch"] == epoch and behind(meta):
-                meta = self._append(conn, meta, version)
-            return meta if meta["epoch"] == epoch else None
+        _, fresh = namespace_vectors_since(conn, self.model, self.namespace, None)
+        ids, kept = sorted(fresh), []
 
-    def _rewrite(self, conn: Connection, version: int, epoch: int, epoch_id: str | None) -> dict[str, Any]:
-        newest, fresh = namespace_vectors_since(conn, self.model, self.namespace, None)
-        ids = sorted(fresh)
+        def blocks() -> Iterator[bytes]:
+            for start in range(0, len(ids), WRITE_ROWS):
+                part = ids[start : start + WRITE_ROWS]
+                block = np.frombuffer(b"".join(fresh[memory_id] for memory_id in part), dtype="<f4").reshape(len(part), self.model.dim)
+                finite = np.isfinite(block).all(axis=1)  # a NaN row is never a neighbour: not kept
+                kept.extend(memory_id for memory_id, ok in zip(part, finite) if ok)
+                yield block[finite].tobytes()
+
         # The old header goes first: a header must never name the rows of another file.
-        self.meta_path.unlink(missing_ok=True)
-        with replaced_privately(self.rows_path, binary=True) as rows:
-            rows.write(b"".join(fresh[memory_id] for memory_id in ids))
-        return self._write_meta(ids, version, epoch, epoch_id, newest)
+        remove_node(self.meta_name, self.folder)
+        replace_in_folder(self.folder, self.rows_name, blocks())
+        self._write_meta(kept, latest)
 
-    def _append(self, conn: Connection, meta: dict[str, Any], version: int) -> dict[str, Any]:
-        newest, fresh = namespace_vectors_since(conn, self.model, self.namespace, meta["newest"])
+    def _append(self, conn: Connection, meta: dict[str, Any], latest: Counters) -> None:
+        import numpy as np
+
+        _, fresh = namespace_vectors_since(conn, self.model, self.namespace, meta["newest"])
+        if fresh and not np.isfinite(np.frombuffer(b"".join(fresh.values()), dtype="<f4")).all():
+            return self._rewrite(conn, latest)  # a row in place cannot be left out: the file is written whole
         ids: list[str] = meta["ids"]
         if fresh:
             position = {memory_id: at for at, memory_id in enumerate(ids)}
             size = 4 * self.model.dim
-            with open(self.rows_path, "r+b") as rows:
+            with os.fdopen(open_in_folder(self.folder, self.rows_name, os.O_RDWR), "r+b") as rows:
                 added = sorted(memory_id for memory_id in fresh if memory_id not in position)
                 for memory_id in sorted(set(fresh) - set(added)):  # re-embedded: replaced in place
                     rows.seek(position[memory_id] * size)
@@ -158,86 +221,140 @@ class VectorFile:
                 rows.flush()
                 os.fdatasync(rows.fileno())  # the rows are on disk before the header names them
             ids = ids + added
-        return self._write_meta(ids, max(meta["version"], version), meta["epoch"], meta["epoch_id"], max(meta["newest"], newest))
+        self._write_meta(ids, latest)
 
-    def _write_meta(self, ids: list[str], version: int, epoch: int, epoch_id: str | None, newest: int) -> dict[str, Any]:
+    def _write_meta(self, ids: list[str], counters: Counters) -> None:
         meta = {
-            "format": FORMAT, "epoch_id": epoch_id, "namespace": self.namespace, "model": self.model.name,
-            "dim": self.model.dim, "epoch": epoch, "version": version, "newest": newest, "ids": ids,
+            "format": FORMAT, "epoch_id": counters.epoch_id, "namespace": self.namespace, "model": self.model.name,
+            "dim": self.model.dim, "epoch": counters.epoch, "version": counters.version, "newest": counters.newest, "ids": ids,
         }  # fmt: skip
-        with replaced_privately(self.meta_path) as header:
-            json.dump(meta, header, ensure_ascii=False, separators=(",", ":"))
-        return meta
+        replace_in_folder(self.folder, self.meta_name, [json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8")])
 
-    def cosines(self, count: int, query_vector: np.ndarray) -> np.ndarray:
+    def scan(self, conn: Connection, meta: dict[str, Any], query_vector: np.ndarray, k: int, now: int, *, verify: bool) -> list[tuple[str, float]]:
+        """What `vectors.search` answers, from the rows of `meta` (read under a shared lock), judged
+        on `conn`'s vectors. `verify`: the file claims `conn`'s snapshot, so each candidate's row
+        must be the store's vector. Raises Damaged when a row is not what it should be."""
+        import numpy as np
+
+        ids: list[str] = meta["ids"]
+        if not ids:
+            return []
+        rows = open_in_folder(self.folder, self.rows_name)
+        try:
+            coarse = self._cosines(rows, len(ids), query_vector)
+            depth = max(CANDIDATES_PER_RESULT * k, 10)
+            while True:
+                chosen = _chosen(coarse, min(depth, len(ids)))
+                held = self._rows(rows, chosen)
+                chosen_ids = [ids[i] for i in chosen]
+                candidates = _ranked(chosen_ids, held, query_vector)[: min(depth, len(ids))]
+                # Judged on the vectors this snapshot holds: the file may be newer than the snapshot.
+                live, vectors = live_vectors(conn, self.model, [memory_id for memory_id, _ in candidates], self.namespace, now=now)
+                if verify and live:
+                    at = {memory_id: i for i, memory_id in enumerate(chosen_ids)}
+                    if not np.array_equal(held[[at[memory_id] for memory_id in live]], vectors):
+                        raise Damaged(f"{self.rows_name}: a row is not the store's vector")
+                found = _ranked(live, vectors, query_vector)
+                if len(found) >= k or depth >= len(ids):
+                    return found[:k]
+                depth *= 4
+        finally:
+            os.close(rows)
+
+    def _cosines(self, rows: int, count: int, query_vector: np.ndarray) -> np.ndarray:
         """The float32 cosine of each of the first `count` rows with the query, a block at a time."""
         import numpy as np
 
         query = np.asarray(query_vector, dtype="<f4")
         out = np.empty(count, dtype=np.float32)
         size = 4 * self.model.dim
-        with open(self.rows_path, "rb") as rows:
-            for start in range(0, count, SCAN_ROWS):
-                rows_here = min(SCAN_ROWS, count - start)
-                # An offset of SCAN_ROWS rows of 4-byte floats is a multiple of the page size.
-                with mmap.mmap(rows.fileno(), rows_here * size, offset=start * size, access=mmap.ACCESS_READ) as mapped:
-                    block = np.frombuffer(mapped, dtype="<f4").reshape(rows_here, self.model.dim)
-                    np.dot(block, query, out=out[start : start + rows_here])
-                    del block  # the mapping closes only once nothing views it
+        for start in range(0, count, SCAN_ROWS):
+            rows_here = min(SCAN_ROWS, count - start)
+            # An offset of SCAN_ROWS rows of 4-byte floats is a multiple of the page size.
+            with mmap.mmap(rows, rows_here * size, offset=start * size, access=mmap.ACCESS_READ) as mapped:
+                block = np.frombuffer(mapped, dtype="<f4").reshape(rows_here, self.model.dim)
+                np.dot(block, query, out=out[start : start + rows_here])
+                del block  # the mapping closes only once nothing views it
+        odd = np.flatnonzero(~np.isfinite(out))
+        if len(odd) and not np.isfinite(self._rows(rows, odd)).all():
+            raise Damaged(f"{self.rows_name}: a row holds a value that is not finite")
         return out
 
-    def rows(self, indices: Any) -> np.ndarray:
+    def _rows(self, rows: int, indices: Any) -> np.ndarray:
         """The vectors of rows `indices`."""
         import numpy as np
 
         size = 4 * self.model.dim
-        with open(self.rows_path, "rb") as rows:
-            chunks = []
-            for index in indices:
-                rows.seek(int(index) * size)
-                chunks.append(rows.read(size))
+        chunks = [os.pread(rows, size, int(index) * size) for index in indices]
         return np.frombuffer(b"".join(chunks), dtype="<f4").reshape(-1, self.model.dim)
+
+
+@contextmanager
+def _folder(store_path: str) -> Iterator[int]:
+    folder = open_private_folder(directory_of(store_path))
+    try:
+        yield folder
+    finally:
+        os.close(folder)
 
 
 def bring_up_to_date(engine: Engine, namespaces: Iterable[str]) -> int:
     """Bring the vector files of `namespaces` up to date with the store (written where missing),
     after a commit that wrote vectors, so that the next search, often a per-turn process's only
     one, finds them current; how many files were checked. Nothing when the store's search does not
-    read vector files."""
+    read vector files; a file that cannot be written is left to the next search (committed
+    vectors never fail for it)."""
     with read_transaction(engine) as conn:
         model = model_of(conn)
         store_path = None if model is None else vector_file_store(conn, model)
-        if store_path is None:
-            return 0
-        wanted = sorted(set(namespaces))
-        for namespace in wanted:
-            VectorFile(store_path, model, namespace).current(conn)
-        return len(wanted)
+    if store_path is None:
+        return 0
+    wanted = sorted(set(namespaces))
+    try:
+        with _folder(store_path) as folder:
+            for namespace in wanted:
+                VectorFile(folder, model, namespace).update(engine)
+    except OSError:
+        return 0
+    return len(wanted)
 
 
 def search(
     conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int, *, now: int
 ) -> list[tuple[str, float]]:
     """What `vectors.search` answers (at `now`), from the namespace's vector
-    file when the store is a SQLite file whose connection cannot keep the vector index, else as
-    `vectors.search` does."""
+    file when the store is a SQLite file whose connection cannot keep the vector index, else (or
+    when the file cannot be used) as `vectors.search` does."""
     store_path = vector_file_store(conn, model)
-    if store_path is None or k <= 0:
-        return search_in_store(conn, model, query_vector, namespace, k, now=now)
-    held = VectorFile(store_path, model, namespace)
-    meta = held.current(conn)
-    if meta is None:
-        return search_in_store(conn, model, query_vector, namespace, k, now=now)
-    ids: list[str] = meta["ids"]
-    if not ids:
-        return []
-    with held._locked(fcntl.LOCK_SH):  # no vector replaced in place while it is read
-        coarse = held.cosines(len(ids), query_vector)
-        depth = max(CANDIDATES_PER_RESULT * k, 10)
-        while True:
-            candidates = _best(ids, coarse, held.rows, query_vector, min(depth, len(ids)))
-            # Judged on the vectors this snapshot holds: the file may be newer than the snapshot.
-            found = _ranked(*live_vectors(conn, model, [memory_id for memory_id, _ in candidates], namespace, now=now), query_vector)
-            if len(found) >= k or depth >= len(ids):
-                return found[:k]
-            depth *= 4
+    found = None
+    if store_path is not None and k > 0:
+        try:
+            with _folder(store_path) as folder:
+                found = _search_file(VectorFile(folder, model, namespace), conn, query_vector, k, now)
+        except OSError:
+            found = None
+    return search_in_store(conn, model, query_vector, namespace, k, now=now) if found is None else found
+
+
+def _search_file(held: VectorFile, conn: Connection, query_vector: np.ndarray, k: int, now: int) -> list[tuple[str, float]] | None:
+    """The answer from `held`'s file, brought up to date (or rebuilt) first where it must be; None
+    when the file cannot answer for this snapshot (search the store instead)."""
+    mine = counters_of(conn, held.model)
+    writing = bool(conn.get_execution_options().get(WRITE_OPTION))
+    accepted, force = {mine}, False
+    for _ in range(ROUNDS):
+        with held._locked(fcntl.LOCK_SH):  # no vector replaced in place while it is read
+            meta = held._read_meta()
+            if meta is not None and not force and _header_counters(meta) in accepted:
+                try:
+                    return held.scan(conn, meta, query_vector, k, now, verify=_header_counters(meta) == mine)
+                except Damaged:
+                    force = True
+        latest = held.update(conn.engine, unless_past=mine if writing else None, force=force)
+        if latest is None or not latest.same_model(mine):
+            return None  # this snapshot's vectors are not the committed ones'
+        # A snapshot older than the store: the file holds vectors embedded since, each candidate
+        # judged on this snapshot's own.
+        accepted.add(latest)
+        force = False
+    return None

@@ -362,16 +362,21 @@ def _best(ids: Sequence[str], coarse: np.ndarray, rows: Callable[[Any], np.ndarr
     """The top k of `ids` by cosine, ties by id: `coarse`, their float32 cosines, picks the
     candidates (all whose cosine reaches the k-th's, less FLOAT32_SLACK), then `_ranked` orders
     them on their vectors (`rows(indices)`)."""
+    chosen = _chosen(coarse, k)
+    return _ranked([ids[i] for i in chosen], rows(chosen), query_vector)[:k]
+
+
+def _chosen(coarse: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the candidates for the top k by `coarse` (float32 cosines): every finite one
+    that reaches the k-th largest, less FLOAT32_SLACK."""
     import numpy as np
 
     # A vector holding a NaN or an infinity is never a neighbour (NumPy would sort a NaN above every
     # cosine, and an infinite one would make the k-th largest infinite and leave no candidate).
     coarse = np.where(np.isfinite(coarse), coarse, -np.inf)
-    if len(ids) > k:
-        chosen = np.flatnonzero((coarse >= _kth_largest(coarse, k) - FLOAT32_SLACK) & np.isfinite(coarse))
-    else:
-        chosen = np.flatnonzero(np.isfinite(coarse))
-    return _ranked([ids[i] for i in chosen], rows(chosen), query_vector)[:k]
+    if len(coarse) > k:
+        return np.flatnonzero((coarse >= _kth_largest(coarse, k) - FLOAT32_SLACK) & np.isfinite(coarse))
+    return np.flatnonzero(np.isfinite(coarse))
 
 
 # Values per block when looking for the k-th largest of many (`_kth_largest`).
