@@ -34,13 +34,12 @@ from ..maintain import PHASES
 from ..records import memory_state, now_ms
 from ..store import MemoryStore
 from ..validate import INT64_MAX, INT64_MIN, parse_ttl
-from . import charts, queries, review, shown
+from . import charts, queries, review, search, shown
 from .health import health_charts
 from .guard import CSRF_FIELD, csrf_value
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 50
-SEARCH_K = 20
 # maintain's phases that read every namespace's rows.
 STORE_WIDE_PHASES = ("check", "verify")
 # Reasons a memory leaves the live set, in the order the overview shows them.
@@ -123,16 +122,27 @@ class Site:
 async def overview(request: Request) -> Response:
     site: Site = request.app.state.site
     store, now = site.store, now_ms()
-    chosen = site.chosen_namespace(request)
+    # Detailed: the namespace asked for, else the page's own, else the largest (queries.overview).
+    chosen = site.namespace if site.namespace is not None else request.query_params.get("namespace") or None
     show_all = request.query_params.get("all") == "yes"
     with read_transaction(store.engine) as conn:
         figures = queries.overview(conn, site.scope(), chosen, now, show_all=show_all)
+    chosen = figures.detail.namespace
     health = health_charts(figures.runs, chosen, visible(chosen), queries.STALENESS_BINS, figures.staleness)
     runs = store.runs(10) if site.scope() is None else [run for run in store.runs(50) if run["namespace"] == site.scope()][:10]
     return site.render(
-        request, "overview.html", rows=figures.rows, namespace_count=figures.namespace_count, show_all=show_all, detail=figures.detail,
-        reasons=REASONS, runs=runs, embeddings=store.embedding_status(), health=health, chosen=chosen, check=request.app.state.last_check,
+        request, "overview.html", rows=figures.rows, totals=figures.totals, namespace_count=figures.namespace_count, show_all=show_all,
+        detail=figures.detail, reasons=REASONS, runs=runs, health=health, chosen=chosen, check=request.app.state.last_check,
     )  # fmt: skip
+
+
+async def embeddings_page(request: Request) -> Response:
+    """The embedding model and how many live memories wait for a vector: a count over the store's
+    rows, so a page of its own, one click from the overview (which scans nothing)."""
+    site: Site = request.app.state.site
+    if site.scope() is not None:  # the count is the store's, every namespace's
+        raise HTTPException(403, "a page kept to one namespace does not show the store's embedding counts")
+    return site.render(request, "embeddings.html", embeddings=site.store.embedding_status())
 
 
 def _cursor(text: str | None) -> tuple[int, int, str] | None:
@@ -162,19 +172,32 @@ def _path_id(request: Request, name: str) -> int:
 
 
 async def memories_page(request: Request) -> Response:
+    """Search (one namespace, all, or the archive), the live memories in rank order after a keyset
+    cursor, or what was live as of a moment, PAGE_SIZE at a time."""
     site: Site = request.app.state.site
     params = request.query_params
-    namespace = site.chosen_namespace(request)
     query, as_of_text = params.get("q", "").strip(), params.get("as_of", "").strip()
+    # Searching, an empty namespace is every namespace; listing, it is the default one.
+    asked = site.namespace if site.namespace is not None else params.get("namespace", DEFAULT_NAMESPACE if not query else "").strip()
+    namespace = asked or DEFAULT_NAMESPACE
     as_of = parse_moment(as_of_text, "as of") if as_of_text else None
+    archived = params.get("archived") == "yes"
     pinned = {"yes": True, "no": False}.get(params.get("pinned", ""))
     expiring = params.get("expiring") == "week"
-    rows, next_cursor, mode = [], None, None
+    page = _offset(params.get("page")) if params.get("page") else 0
+    if site.namespace is not None:
+        names = [site.namespace]
+    else:
+        with read_transaction(site.store.engine) as conn:
+            names = queries.suggested_namespaces(conn)
+    rows, next_cursor, answer, more = [], None, None, False
     if query:
-        rows = site.store.recall(query, SEARCH_K, namespace, touch=False, as_of=as_of)
-        mode = "as of " + utc(as_of) if as_of is not None else "recall's default mode"
+        answer = search.search(site.store, query, asked or None, names, as_of=as_of, archived=archived)
+        rows = answer.rows
     elif as_of is not None:
-        rows = site.store.list(namespace, as_of=as_of, limit=PAGE_SIZE)
+        # What was live then, a page at a time: page N reads (N + 1) pages and shows the last.
+        rows = site.store.list(namespace, as_of=as_of, limit=(page + 1) * PAGE_SIZE + 1)
+        more, rows = len(rows) > (page + 1) * PAGE_SIZE, rows[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
     else:
         with read_transaction(site.store.engine) as conn:
             rows = queries.memory_page(
@@ -185,14 +208,10 @@ async def memories_page(request: Request) -> Response:
             rows = rows[:PAGE_SIZE]
             last = rows[-1]
             next_cursor = f"{last['importance']}:{last['timestamp']}:{last['id']}"
-    if site.namespace is not None:
-        names = [site.namespace]
-    else:
-        with read_transaction(site.store.engine) as conn:
-            names = queries.suggested_namespaces(conn)
     return site.render(
-        request, "memories.html", rows=rows, namespace=namespace, namespaces=names, query=query, as_of=as_of_text,
-        as_of_ms=as_of, pinned=params.get("pinned", ""), expiring=expiring, next_cursor=next_cursor, mode=mode,
+        request, "memories.html", rows=rows, namespace=asked if query else namespace, namespaces=names, query=query, as_of=as_of_text,
+        as_of_ms=as_of, archived=archived, pinned=params.get("pinned", ""), expiring=expiring, next_cursor=next_cursor, answer=answer,
+        page=page, more=more,
     )  # fmt: skip
 
 
@@ -424,7 +443,7 @@ def create_app(store: MemoryStore, *, token: str, namespace: str | None = None, 
         Route("/runs/{run_id:int}/undo", undo_run, methods=["POST"]), Route("/flags", review.flags_page),
         Route("/flags/dismiss", review.dismiss_these, methods=["POST"]), Route("/flags/{flag_id:int}/keep", review.keep_side, methods=["POST"]),
         Route("/flags/{flag_id:int}/dismiss", review.dismiss_flag, methods=["POST"]),
-        Route("/report", report_page), Route("/maintain", maintain_page), Route("/maintain", run_maintain, methods=["POST"]), Route("/check", run_check, methods=["POST"]),
+        Route("/report", report_page), Route("/embeddings", embeddings_page), Route("/maintain", maintain_page), Route("/maintain", run_maintain, methods=["POST"]), Route("/check", run_check, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]  # fmt: skip
     app = Starlette(routes=routes, exception_handlers={MemstoreError: memstore_error, SQLAlchemyError: memstore_error, HTTPException: http_error})

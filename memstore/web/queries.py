@@ -8,12 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, exists, func, or_, select, text
+from sqlalchemy import Connection, and_, func, or_, select, text
 
+from ..defaults import DEFAULT_NAMESPACE
 from ..hygiene import staleness
 from ..live_counts import live_counts
 from ..semantic.vectors import model_of
-from ..schema import LIVE_COUNTS_TABLE, RANK_ORDER, contradiction_flags, memories, memory_vectors, unexpired
+from ..schema import LIVE_COUNTS_TABLE, RANK_ORDER, contradiction_flags, memories, unexpired
 from ..schema import consolidation_runs as runs
 from ..schema import memory_archive as archive
 
@@ -43,13 +44,14 @@ class NamespaceDetail:
     namespace: str
     expiring_week: int = 0
     archived: dict[str, int] = field(default_factory=dict)
-    pending_embeddings: int | None = None  # None: the store has no embedding model
+    embedding_model: str | None = None  # None: the store has no embedding model
 
 
-def namespace_rows(conn: Connection, namespace: str | None, *, limit: int | None) -> tuple[list[NamespaceRow], int]:
+def namespace_rows(conn: Connection, namespace: str | None, *, limit: int | None) -> tuple[list[NamespaceRow], NamespaceRow, int]:
     """Live and pinned memories and open flags per namespace (one, or every one), the largest
-    first (ties by name), at most `limit`; and how many namespaces there are. Live counts are
-    SQLite's trigger-kept ones (one pass over PostgreSQL's rank index); flags are few."""
+    first (ties by name), at most `limit`; their totals (as a row named ""); and how many
+    namespaces there are. Live counts are SQLite's trigger-kept ones (one pass over PostgreSQL's
+    rank index); flags are few."""
     rows: dict[str, NamespaceRow] = {}
     for name, count in live_counts(conn, namespace, incremental=conn.dialect.name == "sqlite").items():
         rows[name] = NamespaceRow(name, count.unpinned + count.pinned, count.pinned)
@@ -59,7 +61,8 @@ def namespace_rows(conn: Connection, namespace: str | None, *, limit: int | None
     for name, count in conn.execute(flags):
         rows.setdefault(name, NamespaceRow(name)).open_flags = count
     ordered = sorted(rows.values(), key=lambda row: (-row.live, row.namespace))
-    return ordered[:limit], len(ordered)
+    totals = NamespaceRow("", sum(row.live for row in ordered), sum(row.pinned for row in ordered), sum(row.open_flags for row in ordered))
+    return ordered[:limit], totals, len(ordered)
 
 
 def namespace_detail(conn: Connection, namespace: str, now: int) -> NamespaceDetail:
@@ -73,12 +76,9 @@ def namespace_detail(conn: Connection, namespace: str, now: int) -> NamespaceDet
     ).scalar_one()  # fmt: skip
     archived = select(archive.c.reason, func.count()).where(archive.c.namespace == namespace).group_by(archive.c.reason)
     detail.archived = {reason: count for reason, count in conn.execute(archived)}
+    # How many wait for a vector is a count over the namespace's rows: the embeddings page says it.
     model = model_of(conn)
-    if model is not None:
-        has_vector = exists().where(memory_vectors.c.memory_id == memories.c.id, memory_vectors.c.model == model.name)
-        detail.pending_embeddings = conn.execute(
-            select(func.count()).select_from(memories).where(memories.c.namespace == namespace, unexpired(memories, now), ~has_vector)
-        ).scalar_one()
+    detail.embedding_model = None if model is None else model.name
     return detail
 
 
@@ -116,18 +116,21 @@ def staleness_histogram(conn: Connection, namespace: str, now: int) -> list[int]
 @dataclass
 class Overview:
     rows: list[NamespaceRow]
+    totals: NamespaceRow  # the whole store (or the page's one namespace)
     namespace_count: int
     detail: NamespaceDetail
     runs: list[dict[str, Any]]  # the chart's runs, oldest first
     staleness: list[int]
 
 
-def overview(conn: Connection, scope: str | None, chosen: str, now: int, *, show_all: bool) -> Overview:
-    """Everything the overview page reads in the database besides `MemoryStore.runs` and
-    `embedding_status`, in one read transaction (scripts/bench/web.py times this as the page's
-    baseline)."""
-    rows, count = namespace_rows(conn, scope, limit=None if show_all else OVERVIEW_NAMESPACES)
-    return Overview(rows, count, namespace_detail(conn, chosen, now), run_series(conn, scope), staleness_histogram(conn, chosen, now))
+def overview(conn: Connection, scope: str | None, chosen: str | None, now: int, *, show_all: bool) -> Overview:
+    """Everything the overview page reads in the database besides `MemoryStore.runs`, in one read
+    transaction (scripts/bench/web.py times this as the page's baseline); `chosen` None: the
+    largest namespace is the one detailed."""
+    rows, totals, count = namespace_rows(conn, scope, limit=None if show_all else OVERVIEW_NAMESPACES)
+    if chosen is None:
+        chosen = rows[0].namespace if rows else DEFAULT_NAMESPACE
+    return Overview(rows, totals, count, namespace_detail(conn, chosen, now), run_series(conn, scope), staleness_histogram(conn, chosen, now))
 
 
 def memory_page(

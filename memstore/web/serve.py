@@ -44,7 +44,7 @@ def serve(
         token = secrets.token_urlsafe(24)  # even on loopback: every local user can reach it
     import uvicorn
 
-    with MemoryStore(location) as store:
+    with MemoryStore(location, create=False) as store:  # a mistyped --db is an error, not a new empty store
         app = create_app(store, token=token, namespace=namespace, read_only=read_only)
         guarded = Guard(app, token=token, allowed_hosts=loopback_names(host, port) if is_loopback(host) else None, cookie_port=port)
         print(page_address(host, port, token), flush=True)

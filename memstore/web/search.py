@@ -1,0 +1,67 @@
+"""The search form of the memories page: recall as a person uses it.
+
+One namespace is one `MemoryStore.recall` (touching nothing), or `search_archive` for what was
+archived. "All namespaces" asks recall in each of the largest SEARCHED_NAMESPACES and merges the
+answers by how close each comes to its namespace's best match (scores of two namespaces are not on
+one scale). When one namespace finds nothing, the hint says whether that namespace exists (and
+which names are near) and which of the largest others hold matches: these extra reads run only on
+an empty answer.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+from .shown import relevance
+
+# Recall answers this many on the page.
+SEARCH_K = 20
+# "All namespaces", and the hint of an empty answer, search at most this many of the largest.
+SEARCHED_NAMESPACES = 50
+
+
+@dataclass
+class Answer:
+    rows: list[dict[str, Any]]  # best first, each with `relevance` (0 to 1) and `rank`
+    elsewhere: dict[str, int] = field(default_factory=dict)  # namespace -> matches, when the one asked found none
+    missing: bool = False  # the namespace asked for holds no memory at all
+    nearest: list[str] = field(default_factory=list)  # names close to a missing one
+
+
+def _ranked(rows: list[dict[str, Any]], namespace: str | None = None) -> list[dict[str, Any]]:
+    shares = relevance([row.get("score", 0.0) for row in rows])
+    return [dict(row, relevance=share, **({"namespace": namespace} if namespace is not None and "namespace" not in row else {}))
+            for row, share in zip(rows, shares)]  # fmt: skip
+
+
+def search(store: Any, query: str, namespace: str | None, names: list[str], *, as_of: int | None, archived: bool) -> Answer:
+    """Search `namespace` (None: the largest `names`) for `query`: the live memories (as of `as_of`),
+    or with `archived` the archived ones."""
+    if archived:
+        rows = _ranked(store.search_archive(query, SEARCH_K, namespace))
+    elif namespace is not None:
+        rows = _ranked(store.recall(query, SEARCH_K, namespace, touch=False, as_of=as_of), namespace)
+    else:
+        merged = []
+        for name in names[:SEARCHED_NAMESPACES]:
+            merged += _ranked(store.recall(query, SEARCH_K, name, touch=False, as_of=as_of), name)
+        rows = sorted(merged, key=lambda row: (-row["relevance"], -row.get("score", 0.0), row["id"]))[:SEARCH_K]
+    for rank, row in enumerate(rows, 1):
+        row["rank"] = rank
+    answer = Answer(rows)
+    if not rows and namespace is not None and not archived:
+        known = names or store.namespaces()
+        answer.missing = namespace not in known and namespace not in store.namespaces()
+        if answer.missing:
+            answer.nearest = difflib.get_close_matches(namespace, known, n=3, cutoff=0.6)
+        for name in known[:SEARCHED_NAMESPACES]:
+            if name != namespace:
+                found = len(store.recall(query, SEARCH_K, name, touch=False, as_of=as_of))
+                if found:
+                    answer.elsewhere[name] = found
+    return answer
+
+
+__all__ = ["Answer", "SEARCHED_NAMESPACES", "SEARCH_K", "search"]
