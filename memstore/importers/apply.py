@@ -25,7 +25,7 @@ from ..lifecycle import forget_in_transaction
 from ..records import PreparedRow, now_ms, prepare_row, require_embedding_fits
 from ..writes import add_in_transaction
 from . import FORMATS, reader
-from .common import Read
+from .common import Read, require_shallow
 
 
 # The fields a record read again is compared on: the rest of what its source says may have changed
@@ -91,6 +91,7 @@ def plan(
         try:
             if isinstance(read, ValidationError):
                 raise read
+            require_shallow(read.record.get("meta"), read.location, "meta")
             # Stored already is the same memory (same source identity, so same id; same text), even if
             # the source changed its meta or times since (a note's file touched, its tags edited).
             row = prepare_row(read.record, read.location, now)
@@ -143,6 +144,15 @@ def import_in_transaction(
     return report
 
 
+def is_same_file(source: str, database: str | None) -> bool:
+    """Whether `source` is the store's file `database` under any name: a symlink, another path, a
+    hard link (the same device and inode)."""
+    try:
+        return bool(database) and os.path.samefile(Path(source).expanduser(), database)
+    except (OSError, ValueError):  # either is missing (or not a path at all): not the same file
+        return False
+
+
 class _RolledBack(Exception):
     """Ends a dry run's transaction: everything it wrote is rolled back."""
 
@@ -167,9 +177,8 @@ def import_source(
         raise MemstoreError(f"unknown format {source_format!r}; one of: {', '.join(FORMATS)}")
     if name is None:  # a URL's password never reaches output
         name = getattr(source, "name", "<stdin>") if hasattr(source, "read") else shown_location(os.fspath(source))
-    if not hasattr(source, "read") and engine.dialect.name == "sqlite" and engine.url.database and Path(os.fspath(source)).expanduser().exists():
-        if Path(os.fspath(source)).expanduser().resolve() == Path(engine.url.database).resolve():
-            raise MemstoreError(f"{name} is the store itself: import it into another store (--db)")
+    if not hasattr(source, "read") and engine.dialect.name == "sqlite" and is_same_file(os.fspath(source), engine.url.database):
+        raise MemstoreError(f"{name} is the store itself: import it into another store (--db)")
     now = now_ms()
     if source_format == "memstore":
         if not hasattr(source, "read"):

@@ -103,6 +103,22 @@ def json_document(data: bytes, name: str) -> Any:
         raise ValidationError(name, None, f"invalid JSON: {exc}") from None
 
 
+# How deeply a record's JSON may nest: what a source wrote at 990 levels parses, then fails where
+# the store encodes it again (Python's recursion limit, 1,000); no memory's fields nest so deep.
+MAX_NESTING = 500
+
+
+def require_shallow(value: Any, location: str, field: str) -> Any:
+    """`value`, unless its lists and objects nest more than MAX_NESTING deep (counted without
+    recursion: the value may be as deep as the parser allowed)."""
+    level: list[Any] = [value]
+    for _ in range(MAX_NESTING + 1):
+        level = [inner for outer in level for inner in (outer.values() if isinstance(outer, dict) else outer if isinstance(outer, list) else ())]
+        if not level:
+            return value
+    raise ValidationError(location, field, f"is nested more than {MAX_NESTING} levels deep")
+
+
 def _in_range(ms: int, location: str, field: str) -> int:
     if not INT64_MIN <= ms <= INT64_MAX:
         raise ValidationError(location, field, "is out of range")
@@ -141,6 +157,6 @@ def with_extra(meta: dict[str, Any], record: Mapping[str, Any], known: frozenset
 
 
 __all__ = [
-    "Read", "SourceRecord", "day_end_ms", "epoch_seconds_ms", "extra_fields", "imported_id", "json_document", "moment_ms",
-    "optional", "required", "with_extra",
+    "MAX_NESTING", "Read", "SourceRecord", "day_end_ms", "epoch_seconds_ms", "extra_fields", "imported_id", "json_document", "moment_ms",
+    "optional", "require_shallow", "required", "with_extra",
 ]  # fmt: skip

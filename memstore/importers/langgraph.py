@@ -8,8 +8,15 @@ namespace = the item's prefix ("users.u1.memories"), fact_key = its key, meta = 
 lifetime. Vectors (`store_vectors`) came from the app's own embedding function and are not
 carried: the memories wait for `memstore embeddings sync`.
 
-The source is opened read-only: a SQLite file with `mode=ro`, a PostgreSQL database in a
-READ ONLY transaction. Needs no LangGraph installed.
+The source is opened read-only and left as it was: a PostgreSQL database in a READ ONLY
+transaction; a SQLite file with `mode=ro`, and `immutable=1` when it is in WAL mode with no `-wal`
+beside it (no connection has it open, so nothing is uncommitted: a WAL reader would otherwise
+create `-wal` and `-shm` files it cannot remove). A WAL file an application has open (its `-wal`
+is there) is read through that WAL, as any reader reads it: immutable would miss what is
+committed there; and if a `-wal` appears while an immutable read runs, it is read again so. Its
+`store` must be a table: a view's rows may never end (a recursive view), so a view is refused.
+Prefix and key are text, as LangGraph writes them; another type is the item's field error.
+Needs no LangGraph installed.
 """
 
 from __future__ import annotations
@@ -25,60 +32,127 @@ from ..db import database_url, shown_location, sqlite_driver
 from ..errors import MemstoreError, ValidationError
 from ..item_values import memory_text
 from ..io import strict_json
-from .common import Read, SourceRecord, imported_id, moment_ms
+from .common import Read, SourceRecord, imported_id, moment_ms, require_shallow
+
+# The header of a SQLite file in WAL mode: bytes 18 and 19 (the write and read versions) are 2.
+_WAL_VERSIONS = b"\x02\x02"
 
 COLUMNS = ("prefix", "key", "value", "created_at", "updated_at", "expires_at", "ttl_minutes")
 # Older SqliteStore files predate the TTL columns: they are read as NULL there.
 _OPTIONAL = frozenset({"expires_at", "ttl_minutes"})
 
 
-def _engine(source: str):
-    if "://" in source:
-        return create_engine(database_url(source))
+def _sqlite_path(source: str) -> Path:
     path = Path(source).expanduser()
     if not path.is_file():
         raise MemstoreError(f"{source}: no such file (a LangGraph SqliteStore file, or a PostgresStore URL)")
-    uri = f"{path.resolve().as_uri()}?mode=ro"
+    return path.resolve()
+
+
+def _wal_beside(path: Path) -> bool:
+    return Path(f"{path}-wal").exists()
+
+
+def _immutable(path: Path) -> bool:
+    """Whether `path` can be read as immutable: a WAL-mode file no connection has open (none of
+    its changes wait in a `-wal`). A file in rollback mode is read with its locks: `mode=ro`
+    creates no file beside it, and the locks keep a writer from changing pages under the read."""
+    with path.open("rb") as file:
+        header = file.read(20)
+    return header[18:20] == _WAL_VERSIONS and not _wal_beside(path)
+
+
+def _engine(source: str, *, immutable: bool):
+    if "://" in source:
+        return create_engine(database_url(source))
+    path = _sqlite_path(source)
+    uri = f"{path.as_uri()}?mode=ro{'&immutable=1' if immutable else ''}"
     driver = sqlite_driver()
-    return create_engine("sqlite://", module=driver, creator=lambda: driver.connect(uri, uri=True))
+
+    def connect():
+        connection = driver.connect(uri, uri=True)
+        connection.text_factory = _text_or_bytes
+        return connection
+
+    return create_engine("sqlite://", module=driver, creator=connect)
+
+
+def _text_or_bytes(stored: bytes) -> str | bytes:
+    """A SQLite text as a str, or its bytes when it is not UTF-8: the item it is in is then refused
+    by its own error, where the driver's decoding would fail the whole read."""
+    try:
+        return stored.decode("utf-8")
+    except UnicodeDecodeError:
+        return stored
 
 
 def _rows(source: str) -> list[dict[str, Any]]:
     try:
-        return _read_rows(source)
-    except (SQLAlchemyError, ValueError, ImportError) as exc:  # named as the source's, not the target store's
+        if "://" in source:
+            return _read_rows(source, immutable=False)
+        path = _sqlite_path(source)
+        if not _immutable(path):
+            return _read_rows(source, immutable=False)
+        rows = _read_rows(source, immutable=True)
+        # A connection opened it while it was read: what it changes may be under the read.
+        return _read_rows(source, immutable=False) if _wal_beside(path) else rows
+    except (SQLAlchemyError, ValueError, ImportError, OSError) as exc:  # named as the source's, not the target store's
         reason = getattr(exc, "orig", None) or exc
         raise MemstoreError(f"{shown_location(source)}: cannot read it as a LangGraph store: {reason}".splitlines()[0]) from None
 
 
-def _read_rows(source: str) -> list[dict[str, Any]]:
-    engine = _engine(source)
+def _read_rows(source: str, *, immutable: bool) -> list[dict[str, Any]]:
+    engine = _engine(source, immutable=immutable)
     try:
         with engine.connect() as conn:
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SET TRANSACTION READ ONLY"))
-            present = {column["name"] for column in inspect(conn).get_columns("store")} if inspect(conn).has_table("store") else set()
+            inspector = inspect(conn)
+            if "store" in {name.lower() for name in inspector.get_view_names()}:
+                raise MemstoreError(f"{shown_location(source)}: not a LangGraph store (its 'store' is a view, not a table: an import reads a table)")
+            present = {column["name"] for column in inspector.get_columns("store")} if inspector.has_table("store") else set()
             missing = [name for name in COLUMNS if name not in present and name not in _OPTIONAL]
             if missing:
                 raise MemstoreError(f"{shown_location(source)}: not a LangGraph store (its table 'store' has no {missing[0]!r})")
-            selected = ", ".join(name if name in present else f"NULL AS {name}" for name in COLUMNS)
+            # PostgreSQL's jsonb read as its text: decoded by the driver, a value nested too deeply
+            # would fail the whole read rather than be its item's error.
+            as_text = conn.dialect.name == "postgresql"
+            selected = ", ".join(
+                ("CAST(value AS TEXT) AS value" if name == "value" and as_text else name) if name in present else f"NULL AS {name}"
+                for name in COLUMNS
+            )
             result = conn.execute(text(f"SELECT {selected} FROM store ORDER BY prefix, key"))  # noqa: S608 (names are ours)
             return [dict(row._mapping) for row in result]
     finally:
         engine.dispose()
 
 
+def _text(raw: Any, location: str, field: str) -> str:
+    """A prefix or a key: text, as LangGraph writes it."""
+    if raw is None:
+        raise ValidationError(location, field, "is missing")
+    if not isinstance(raw, str):
+        kind = "a blob" if isinstance(raw, (bytes, bytearray, memoryview)) else f"{raw!r:.40}"
+        raise ValidationError(location, field, f"must be text, got {kind}")
+    return raw
+
+
 def _value(raw: Any, location: str) -> dict[str, Any]:
     if isinstance(raw, (bytes, bytearray)):
-        raw = raw.decode("utf-8", "surrogateescape")
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(location, "value", f"is not UTF-8 text (byte {exc.start + 1})") from None
     if isinstance(raw, str):  # SqliteStore keeps JSON text; PostgresStore's jsonb arrives decoded
         try:
             raw = strict_json(raw)
         except ValueError as exc:
             raise ValidationError(location, "value", f"is not JSON: {exc}") from None
+        except RecursionError:
+            raise ValidationError(location, "value", "is not JSON memstore can read: nested too deeply") from None
     if not isinstance(raw, dict):
         raise ValidationError(location, "value", f"must be a JSON object, got {type(raw).__name__}")
-    return raw
+    return require_shallow(raw, location, "value")
 
 
 def _ttl(raw: Any, location: str) -> float | int | None:
@@ -86,7 +160,8 @@ def _ttl(raw: Any, location: str) -> float | int | None:
         return None
     # Zero is kept: PostgresStore's column is an INT, so a put's ttl=0.5 is stored there as 0 (its
     # next read with refresh ends the item); carried as it is, the item behaves as it did.
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not raw >= 0:
+    # At most what a put takes (memstore.integrations.langgraph: the lifetime's seconds within 2**53).
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw * 60 < 2**53:
         raise ValidationError(location, "ttl_minutes", f"must be a number of minutes, got {raw!r:.40}")
     # A whole number of minutes reads back as the int a put gave (REAL columns hand back 5.0).
     return int(raw) if float(raw).is_integer() else float(raw)
@@ -99,18 +174,19 @@ def read(source: str | os.PathLike[str], namespace: str | None) -> list[Read]:
     name = shown_location(source)
     records: list[Read] = []
     for number, row in enumerate(_rows(source), start=1):
-        location = f"{name} item {number} ({row['prefix']!r}, {row['key']!r})"
+        location = f"{name} item {number} ({row['prefix']!r:.80}, {row['key']!r:.80})"
         try:
+            prefix, key = _text(row["prefix"], location, "prefix"), _text(row["key"], location, "key")
             value = _value(row["value"], location)
             ttl = _ttl(row["ttl_minutes"], location)
-            target = row["prefix"] if namespace is None else f"{namespace}.{row['prefix']}"
+            target = prefix if namespace is None else f"{namespace}.{prefix}"
             meta: dict[str, Any] = {"value": value, "imported_from": "langgraph"}
             if ttl is not None:
                 meta["ttl_minutes"] = ttl
             records.append(SourceRecord("item", location, {
-                "id": imported_id("langgraph", target, row["key"]),
+                "id": imported_id("langgraph", target, key),
                 "namespace": target,
-                "fact_key": row["key"],
+                "fact_key": key,
                 "text": memory_text(value),
                 "meta": meta,
                 "created_at": moment_ms(row["created_at"], location, "created_at"),

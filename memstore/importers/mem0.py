@@ -8,6 +8,11 @@
   `memories.jsonl.gz` (also unzipped) inside it. Each memory {id, content, metadata, state
   active|paused|archived|deleted, app, categories, created_at, updated_at, ...}.
 
+An export is read whole, so what a compressed file unpacks to is bounded: `MAX_UNPACKED_BYTES` per
+file (a zip's member, a gzip's content); beyond it the import stops at that bound, before reading
+the rest, with one line naming the file (a 3 MB zip may unpack to 3 GB). Unpacked by hand, the same
+file is read whatever its size: its size on disk is what it holds.
+
 A memory lands in the namespace given with -n, else its user_id (else agent_id, else run_id; for
 OpenMemory, the exported user's user_id), else "default". created_at is the memory's time,
 expiration_date (a day) its end. A memory OpenMemory kept but not as active (paused, archived,
@@ -17,6 +22,7 @@ deleted) arrives in the archive, its state in meta. Every field not mapped is ke
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import zipfile
 import zlib
@@ -34,6 +40,9 @@ from .common import Read, SourceRecord, day_end_ms, imported_id, json_document, 
 MEM0_MAPPED = frozenset({"id", "memory", "created_at", "updated_at", "expiration_date", "score"})
 OPENMEMORY_MAPPED = frozenset({"id", "content", "created_at", "updated_at", "state", "app", "app_id", "categories", "category_ids", "user_id"})
 LIVE_STATES = frozenset({"active"})
+# The most a compressed export unpacks to, per file: far above any export of memories (half a
+# million, each with its fields), small enough that reading it as JSON fits in a few GB.
+MAX_UNPACKED_BYTES = 256 * 2**20
 OPENMEMORY_STATES = frozenset({"active", "paused", "archived", "deleted"})
 
 
@@ -155,11 +164,33 @@ def _openmemory_jsonl(data: bytes, name: str, namespace: str | None) -> list[Rea
     return records
 
 
+def _too_large(name: str) -> ValidationError:
+    return ValidationError(
+        name, None, f"unpacks to more than {MAX_UNPACKED_BYTES // 2**20} MiB, the most an import unpacks; unpack it yourself and import the file inside"
+    )
+
+
 def _gunzip(data: bytes, name: str) -> bytes:
     try:
-        return gzip.decompress(data)
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            unpacked = stream.read(MAX_UNPACKED_BYTES + 1)  # never more: the rest is not read at all
     except (OSError, EOFError, zlib.error) as exc:
         raise ValidationError(name, None, f"is not a whole gzip file ({exc})") from None
+    if len(unpacked) > MAX_UNPACKED_BYTES:
+        raise _too_large(name)
+    return unpacked
+
+
+def _member(archive: zipfile.ZipFile, member: str, name: str) -> bytes:
+    """A member of the zip, unpacked; one that says (or turns out) to be larger than the bound is
+    refused before or while unpacking, never after."""
+    if archive.getinfo(member).file_size > MAX_UNPACKED_BYTES:
+        raise _too_large(name)
+    with archive.open(member) as stream:
+        unpacked = stream.read(MAX_UNPACKED_BYTES + 1)
+    if len(unpacked) > MAX_UNPACKED_BYTES:
+        raise _too_large(name)
+    return unpacked
 
 
 def _zip(path: Path, name: str, namespace: str | None) -> list[Read]:
@@ -175,10 +206,11 @@ def _zip_members(path: Path, name: str, namespace: str | None) -> list[Read]:
         # memories.json is the whole export (the user, app and category names); the .jsonl.gz
         # holds the same memories, and is read when it is all the zip has.
         if "memories.json" in names:
-            return _openmemory_json_bytes(archive.read("memories.json"), f"{name}:memories.json", namespace)
+            inner = f"{name}:memories.json"
+            return _openmemory_json_bytes(_member(archive, "memories.json", inner), inner, namespace)
         if "memories.jsonl.gz" in names:
             inner = f"{name}:memories.jsonl.gz"
-            return _openmemory_jsonl(_gunzip(archive.read("memories.jsonl.gz"), inner), inner, namespace)
+            return _openmemory_jsonl(_gunzip(_member(archive, "memories.jsonl.gz", inner), inner), inner, namespace)
     raise ValidationError(name, None, "is not an OpenMemory export: the zip holds neither memories.json nor memories.jsonl.gz")
 
 
