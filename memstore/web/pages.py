@@ -87,7 +87,9 @@ class Site:
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True), undefined=StrictUndefined
         )
         self.templates.globals["page_size"] = PAGE_SIZE
-        self.templates.filters.update(utc=utc, when=when, short=shown.short, short_id=shown.short_id, marked=shown.marked, plural=shown.plural)
+        self.templates.filters.update(
+            utc=utc, when=when, short=shown.short, short_id=shown.short_id, marked=shown.marked, plural=shown.plural, where=shown.where
+        )
         self.templates.filters["visible"] = visible
         self.csrf = csrf_value(self.token)
 

@@ -35,6 +35,9 @@ STATUSES = ("open", "resolved", "dismissed", "all")
 # What a reason filter is usually given: the start of each reason the contradict phase writes.
 REASON_HINTS = ("a number differs", "a value differs", "a negation", "one name swapped", "one word swapped", "another order")
 DAY_MS = 86_400_000
+# Flags on a page: each shows two texts side by side, so fewer than a list's rows (a page stays
+# within a few screens).
+FLAGS_PER_PAGE = 20
 
 
 def chosen_filter(site: Any, params: Any) -> dict[str, str]:
@@ -73,7 +76,7 @@ async def flags_page(request: Request) -> Response:
     offset = count_field(request.query_params.get("offset") or "0", "offset")
     page = site.store.flag_page(
         chosen["namespace"] or None, status=chosen["status"], reason=chosen["reason"] or None, sort=chosen["sort"],
-        offset=offset, **filter_moments(chosen["age"], now_ms()),
+        offset=offset, limit=FLAGS_PER_PAGE, **filter_moments(chosen["age"], now_ms()),
     )  # fmt: skip
     here = address(chosen, offset=page["offset"])
     return site.render(

@@ -5,6 +5,7 @@ plural, and the address a reviewer came from (only a path on this page, never an
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
@@ -60,6 +61,15 @@ def run_number(text: str | None) -> int | None:
     return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
 
 
+def where(url: str) -> str:
+    """The store's location as the page's header shows it: a SQLite file as a path, the home
+    folder written `~` ("~/agent.db"); any other URL as memstore prints it (password masked)."""
+    if not url.startswith("sqlite:///"):
+        return url
+    path, home = url.removeprefix("sqlite:///"), os.path.expanduser("~")
+    return "~" + path[len(home) :] if home not in ("", "/") and path.startswith(home + "/") else path
+
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -75,4 +85,4 @@ def local_path(given: str | None, fallback: str) -> str:
     return given
 
 
-__all__ = ["ID_CHARS", "TEXT_CHARS", "local_path", "marked", "plural", "relevance", "run_number", "short", "short_id"]
+__all__ = ["ID_CHARS", "TEXT_CHARS", "local_path", "marked", "plural", "relevance", "run_number", "short", "short_id", "where"]
