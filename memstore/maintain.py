@@ -29,6 +29,7 @@ from .embeddings import Embeddings
 from .errors import MemstoreError, ValidationError
 from .expire import expire_in_transaction
 from .integrity import check_store
+from .lookups import texts_of
 from .prune import prune_in_transaction
 from .recall import CheckRanking, Recall
 from .recall_checks import run_checks
@@ -136,6 +137,9 @@ def _job_result(conn: Connection, result: PhaseResult, report) -> None:
         if hasattr(report, attribute):
             result.counts[attribute] = getattr(report, attribute)
     result.flags = [flag.to_dict() for flag in getattr(report, "flags", [])]
+    texts = texts_of(conn, [flag[side] for flag in result.flags for side in ("a", "b")])
+    for flag in result.flags:  # what a person reads beside the ids
+        flag["a_text"], flag["b_text"] = (texts.get(flag[side], {}).get("text") for side in ("a", "b"))
 
 
 def _thresholds(options: Options) -> dict[str, float]:

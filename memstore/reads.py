@@ -205,6 +205,23 @@ def namespace_names(conn: Connection, now: int) -> list[str]:
     return list(conn.execute(query).scalars())
 
 
+# How many near names a mistyped namespace is answered with.
+NEAREST_NAMESPACES = 3
+
+
+def namespace_known(conn: Connection, namespace: str, now: int) -> dict[str, Any]:
+    """Whether `namespace` holds anything (a memory, live or archived, or a flag), and if not, the
+    namespaces that do whose names are nearest to it (difflib, best first, at most
+    NEAREST_NAMESPACES), and every one that does: {"namespace", "exists", "nearest", "namespaces"}."""
+    import difflib
+
+    if any(conn.execute(select(exists().where(table.c.namespace == namespace))).scalar() for table in (memories, archive, flags)):
+        return {"namespace": namespace, "exists": True, "nearest": [], "namespaces": []}
+    every = sorted(set().union(*(conn.execute(select(table.c.namespace).distinct()).scalars() for table in (memories, archive, flags))))
+    nearest = difflib.get_close_matches(namespace, every, n=NEAREST_NAMESPACES, cutoff=0.5)
+    return {"namespace": namespace, "exists": False, "nearest": nearest, "namespaces": every}
+
+
 # Rows per round trip when an export carries vectors.
 EXPORT_BATCH = 500
 

@@ -62,6 +62,7 @@ class ArchivedEntry:
     reason: str
     superseded_by: str | None
     similarity: float | None = None  # the cosine behind a semantic_duplicate merge
+    text: str | None = None  # what a person reads beside the id
 
 
 @dataclass
@@ -317,7 +318,7 @@ def archived_entries(conn: Connection, run_id: int) -> list[ArchivedEntry]:
     return [
         ArchivedEntry(*row)
         for row in conn.execute(
-            select(archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by, archive.c.similarity)
+            select(archive.c.id, archive.c.namespace, archive.c.reason, archive.c.superseded_by, archive.c.similarity, archive.c.text)
             .where(archive.c.run_id == run_id)
             .order_by(archive.c.namespace, archive.c.reason, archive.c.id)
         )

@@ -18,7 +18,7 @@ from .defaults import CHECK_K, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MIN_AGE_DA
 from .errors import MemstoreError, NotFoundError
 from .io import write_jsonl
 from .migrate import upgrade
-from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, rows_at, run_rows, run_whole, with_vectors as add_vectors
+from .reads import count_rows, find_fact, get_row, iter_rows, namespace_known, namespace_names, rows_at, run_rows, run_whole, with_vectors as add_vectors
 from .records import PreparedRow, lifetime_change, now_ms, one_memory, prepare_row
 from .schema import MEMORY_COLUMNS
 from .validate import require_capacity, require_limit, require_moment
@@ -232,6 +232,12 @@ class MemoryStore:
 
     def namespaces(self) -> list[str]:
         return self._read(lambda conn, now: namespace_names(conn, now))
+
+    def namespace_known(self, namespace: str) -> dict[str, Any]:
+        """Whether `namespace` holds anything (a live or archived memory, a flag); if not, the nearest
+        names that do: {"namespace", "exists", "nearest" (best first, at most 3), "namespaces" (every
+        one that holds something)}. What a face says to a mistyped namespace (memstore.reads)."""
+        return self._read(lambda conn, now: namespace_known(conn, namespace, now))
 
     # -- recall ------------------------------------------------------------------------------
 

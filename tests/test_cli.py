@@ -57,7 +57,9 @@ def test_seed_sample_through_the_cli_leaves_m3_then_m2(run, sample_file, db_path
     assert result.exit_code == 0
     report = json.loads(result.output)
     assert report["kept_ids"] == ["m3", "m2"]
-    assert report["archived"] == [{"id": "m1", "namespace": "default", "reason": "duplicate", "superseded_by": "m2", "similarity": None}]
+    assert report["archived"] == [
+        {"id": "m1", "namespace": "default", "reason": "duplicate", "superseded_by": "m2", "similarity": None, "text": "User prefers dark mode."}
+    ]
     assert [r["id"] for r in json.loads(run("list", "--json").output)] == ["m3", "m2"]
 
 
@@ -145,7 +147,10 @@ def test_runs_and_restore(run, sample_file):
     run("consolidate", "-c", "0")
     runs = json.loads(run("runs", "--json").output)
     assert [(r["id"], r["status"], r["kept"], r["duplicates"], r["evicted"]) for r in runs] == [(1, "applied", 0, 1, 2)]
-    assert run("restore", "--run", "1").output == "run 1 restored: 3 memories back in the live set\n  back: m1 m2 m3\n"
+    assert run("restore", "--run", "1").output.splitlines() == [
+        "run 1 restored: 3 memories back in the live set", "  back: m1  User prefers dark mode.", "  back: m2  user prefers DARK mode",
+        "  back: m3  Deploys on Fridays",
+    ]  # fmt: skip
     assert len(json.loads(run("list", "--json").output)) == 3
 
 
@@ -233,12 +238,14 @@ def test_runs_shows_the_newest_20_and_what_each_did(run):
     run("consolidate", "-c", "5")
     lines = run("runs").output.splitlines()
     assert lines[0].split() == ["run", "kind", "namespace", "started", "(UTC)", "status", "did"]
-    assert len(lines) == 2 + 20 + 1 and lines[-1] == "(the newest 20 runs; --limit N or --all shows more)"
+    assert len(lines) == 2 + 20 + 1 and lines[-1] == "(runs 1-20, newest first; --offset 20 shows older ones, --all every one)"
     assert lines[2].split()[:2] == ["22", "consolidate"] and lines[2].endswith("applied  1 duplicate")
     assert lines[3].split()[:2] == ["21", "forget"] and lines[3].endswith("applied  1 forgotten")
     assert len(run("runs", "--all").output.splitlines()) == 2 + 22
     assert len(run("runs", "--limit", "3").output.splitlines()) == 2 + 3 + 1
     assert [r["id"] for r in json.loads(run("runs", "--json").output)] == list(range(22, 2, -1))
+    older = run("runs", "--offset", "20").output.splitlines()
+    assert [line.split()[0] for line in older[2:]] == ["2", "1"]
     assert json.loads(run("runs", "--json", "--limit", "1").output)[0]["did"] == {"duplicates": 1}
 
 
@@ -249,21 +256,22 @@ def test_runs_n_shows_one_run_whole_and_restore_dry_run_previews_the_undo(run, s
     assert whole[0].startswith("run 1: consolidate in default, started ") and whole[0].endswith(" UTC, applied")
     assert whole[1] == "did: 1 duplicate, 1 evicted"
     assert whole[2:6] == [
-        "archived (2):", "id  namespace  reason     superseded_by  cosine", "--  ---------  ---------  -------------  ------",
-        "m1  default    duplicate  m2",
+        "archived (2):", "id  namespace  reason     superseded_by  cosine  text", "--  ---------  ---------  -------------  ------  " + "-" * 23,
+        "m1  default    duplicate  m2                     User prefers dark mode.",
     ]  # fmt: skip
-    assert whole[6].split() == ["m2", "default", "evicted"]
+    assert whole[6].split() == ["m2", "default", "evicted", "user", "prefers", "DARK", "mode"]
     assert whole[-1] == f"undo with: memstore --db {db_path} restore --run 1 (--dry-run shows what it would bring back)"
     preview = run("restore", "--run", "1", "--dry-run")
     assert preview.output.splitlines() == [
-        "dry run, nothing written: restoring run 1 (consolidate) would bring 2 memories back in the live set",
-        "  back: m1 m2", f"restore with: memstore --db {db_path} restore --run 1",
+        "dry run, nothing written: restoring run 1 (consolidate) would change: 2 memories back in the live set",
+        "  back: m1  User prefers dark mode.", "  back: m2  user prefers DARK mode", f"restore with: memstore --db {db_path} restore --run 1",
     ]  # fmt: skip
     assert [m["id"] for m in json.loads(run("list", "--json").output)] == ["m3"]
     assert json.loads(run("restore", "--run", "1", "--dry-run", "--json").output)["restored_ids"] == ["m1", "m2"]
     run("restore", "--run", "1")
     restored = run("runs", "1").output.splitlines()
-    assert ", restored " in restored[0] and "restored (2): m1 m2" in restored and not any(line.startswith("undo") for line in restored)
+    assert ", restored " in restored[0] and not any(line.startswith("undo") for line in restored)
+    assert restored[restored.index("restored (2):") + 1 :][:2] == ["  m1  User prefers dark mode.", "  m2  user prefers DARK mode"]
     missing = run("runs", "9")
     assert (missing.exit_code, missing.output) == (1, "Error: no run 9; `memstore runs` lists them\n")
 

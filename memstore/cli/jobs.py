@@ -94,14 +94,17 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
 @click.option("--stale", is_flag=True, help="Let the stale phase archive idle memories (without it the phase is skipped).")
 @checks_options("Recall checks (JSON list of {query, expect_id}) for the verify phase, which runs after the others have committed: a failure exits 1 and holds nothing back (restore --run N undoes a phase).")
 @click.option("--fail-on-new-flags", is_flag=True, help="Exit 1 when the run raised contradiction flags (for cron: a person has something to settle).")
+@all_archived_option
 @json_option
 @click.pass_context
 def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicate_at, related_at, stale_threshold,
-             min_age_days, stale, checks, k, mode, fail_on_new_flags, as_json) -> None:  # fmt: skip
+             min_age_days, stale, checks, k, mode, fail_on_new_flags, show_all, as_json) -> None:  # fmt: skip
     """Run the maintenance phases: check, expire, dedup, semantic, contradict, stale, evict, verify.
 
-    In that order, each one transaction and one run (`memstore restore --run N` undoes it); a
-    phase that changes nothing records no run. A failed phase is reported and the others
+    In that order, each one transaction and one run; a phase that changes nothing records
+    no run. The phase runs are grouped under one run of kind maintain: `memstore restore
+    --run M` undoes the whole invocation, newest phase first (`restore --run N` one phase).
+    Each phase names the first memories it archived, with their texts (--all: every one). A failed phase is reported and the others
     run, except those needing its result, which are skipped; exit 1 if any failed. semantic
     and contradict need embeddings (they embed what is pending first); stale archives only
     with --stale; evict needs --capacity; verify runs --checks if given. New contradiction
@@ -119,7 +122,7 @@ def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicat
         duplicate_at=duplicate_at, related_at=related_at, stale_threshold=stale_threshold, min_age_days=min_age_days,
         check_mode=mode, stale=stale,
     )  # fmt: skip
-    print_json(report.to_dict()) if as_json else print_maintain(ctx, report)
+    print_json(report.to_dict()) if as_json else print_maintain(ctx, report, show_all)
     if not report.ok or (fail_on_new_flags and not dry_run and report.new_flags):
         ctx.exit(1)
 

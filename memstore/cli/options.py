@@ -129,6 +129,14 @@ INTEGER = Integer()
 class Int64(_AsciiDigits, click.IntRange):
     ascii_form = _ASCII_INTEGER
 
+    def _describe_range(self) -> str:
+        """The range as --help words it: "1 or more", not "1<=x<=9223372036854775807" (the 64-bit
+        bounds are the databases', not a choice a person makes)."""
+        low = None if self.min == INT64_MIN else self.min
+        if low is None:
+            return "any integer"
+        return f"{low} or more"
+
 
 def int64(min: int = INT64_MIN) -> click.IntRange:
     """An integer option within the databases' 64-bit integers: beyond them a query cannot even
@@ -162,6 +170,26 @@ def chosen_namespace(namespace: str | None, all_namespaces: bool) -> str | None:
     if namespace is not None and all_namespaces:
         raise click.UsageError("give --namespace or --all-namespaces, not both")
     return None if all_namespaces else (namespace or DEFAULT_NAMESPACE)
+
+
+def explain_empty(store: MemoryStore, namespace: str | None, given: bool) -> None:
+    """After an answer with nothing in it for `namespace`: a namespace given (-n) that holds nothing
+    is an error naming the nearest ones; the default one holding nothing while others do gets a
+    hint on stderr. A store with nothing anywhere needs neither."""
+    if namespace is None:
+        return
+    known = store.namespace_known(namespace)
+    if known["exists"] or not known["namespaces"]:
+        return
+    if given:
+        nearest = f"; nearest: {', '.join(known['nearest'])}" if known["nearest"] else ""
+        raise click.ClickException(f"no namespace {namespace!r} in this store{nearest} (--all-namespaces: every one)")
+    shown = ", ".join(known["namespaces"][:NAMESPACES_SHOWN]) + (", ..." if len(known["namespaces"]) > NAMESPACES_SHOWN else "")
+    click.echo(f"namespace {namespace!r} holds nothing; the store's namespaces: {shown} (-n NAME, or --all-namespaces)", err=True)
+
+
+# Namespaces a hint names before "...".
+NAMESPACES_SHOWN = 5
 
 
 def open_store(ctx: click.Context, *, create: bool = False) -> MemoryStore:

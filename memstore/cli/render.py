@@ -38,6 +38,23 @@ def print_json(document: Any) -> None:
     click.echo(json.dumps(document, ensure_ascii=False))
 
 
+def plural(count: int, one: str, several: str) -> str:
+    """ "1 memory", "2 memories", "0 memories"."""
+    return f"{count} {one if count == 1 else several}"
+
+
+# How much of a memory's text a line shows beside its id (the whole text: --json, `memstore show ID`).
+SHORT_TEXT = 60
+
+
+def short(text: str | None, width: int = SHORT_TEXT) -> str:
+    """A memory's text on one line, cut at `width` characters with "…"; "(gone)" when none is stored."""
+    if text is None:
+        return "(gone)"
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= width else one_line[: width - 1].rstrip() + "…"
+
+
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     cells = [[visible(("" if v is None else str(v)).replace("\n", " ")) for v in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
@@ -85,8 +102,10 @@ def print_import(report: Any, as_json: bool, skip_invalid: bool = False) -> None
 
 
 def print_row(row: dict[str, Any]) -> None:
-    """One memory as `field  value` lines, times as UTC date-times (`--json` keeps the ms)."""
+    """One memory as `field  value` lines, times as UTC date-times (`--json` keeps the ms), meta as JSON."""
     row = dict(row, pinned="yes" if row["pinned"] else "no")
+    if row.get("meta") is not None:
+        row["meta"] = json.dumps(row["meta"], ensure_ascii=False, sort_keys=True)
     for field in TIME_FIELDS:
         if row.get(field) is not None:
             row[field] = f"{when(row[field])} UTC" if iso(row[field]) else str(row[field])
@@ -116,8 +135,8 @@ def print_run(ctx: click.Context, report, show_all: bool = False) -> None:
         echo(f"run {report.run_id}: {report.live_before} live before; kept {kept}, archived {archived}")
     shown = report.archived if show_all else report.archived[:FIRST_ARCHIVED]
     if shown:
-        print_table(["archived", "namespace", "reason", "superseded_by"],
-                    [[a.id, a.namespace, a.reason, a.superseded_by] for a in shown])  # fmt: skip
+        print_table(["archived", "namespace", "reason", "superseded_by", "text"],
+                    [[a.id, a.namespace, a.reason, a.superseded_by, short(a.text)] for a in shown])  # fmt: skip
     if len(shown) < len(report.archived):
         echo(f"... and {len(report.archived) - len(shown)} more (--all lists every one, --json too)")
     if report.kept_ids is not None:
@@ -143,25 +162,39 @@ def print_undo(ctx: click.Context, run_id: int) -> None:
     echo(f"undo with: {command(ctx, f'restore --run {run_id}')}")
 
 
-def print_maintain(ctx: click.Context, report) -> None:
-    """Each phase of a maintain run on a line, then what it archived and flagged; the new flags end
-    it with the two commands that settle each one."""
+def more_line(shown: int, total: int) -> None:
+    """The line that ends a capped list: "... and N more (--all lists every one, --json too)"."""
+    if shown < total:
+        echo(f"... and {total - shown} more (--all lists every one, --json too)")
+
+
+def print_maintain(ctx: click.Context, report, show_all: bool = False) -> None:
+    """Each phase of a maintain run on a line, then what it archived (the first FIRST_ARCHIVED of
+    each phase unless `show_all`) and flagged, each with its text; the one undo of the whole
+    invocation; the new flags end it with the two commands that settle each one."""
     if report.dry_run:
         echo("dry run, nothing written:")
     for phase in report.phases:
         run = f"run {phase.run_id}" if phase.run_id is not None else ""
         detail = phase.error or ", ".join(f"{key} {value}" for key, value in phase.counts.items())
         echo(f"{phase.name:<10}  {phase.status:<7}  {run:<8}  {detail}".rstrip())
-        for entry in phase.archived:
+        shown = phase.archived if show_all else phase.archived[:FIRST_ARCHIVED]
+        for entry in shown:
             similarity = "" if entry["similarity"] is None else f" (cosine {entry['similarity']:.3f})"
             by = f" -> {entry['superseded_by']}" if entry["superseded_by"] else ""
-            echo(f"    archived {entry['id']} as {entry['reason']}{by}{similarity}")
+            echo(f"    archived {entry['id']} as {entry['reason']}{by}{similarity}: {short(entry.get('text'))}")
+        if len(shown) < len(phase.archived):
+            echo(f"    ... and {len(phase.archived) - len(shown)} more (--all lists every one, --json too)")
         for flag in phase.flags:
             number = "" if flag["id"] is None else f"flag {flag['id']}: "
             echo(f"    {number}flagged {flag['a']} vs {flag['b']} (newer) cosine {flag['similarity']:.3f}: {flag['reason']}")
+            echo(f"        {flag['a']}: {short(flag.get('a_text'))}")
+            echo(f"        {flag['b']}: {short(flag.get('b_text'))}")
+    if getattr(report, "run_id", None) is not None:
+        echo(f"undo this whole maintain with: {command(ctx, f'restore --run {report.run_id}')} (each phase's run alone: restore --run N)")
     new = report.new_flags
     if new and not report.dry_run:
-        echo(f"{len(new)} new contradiction {'flag' if len(new) == 1 else 'flags'} to settle ({command(ctx, 'flags')} shows both texts):")
+        echo(f"{plural(len(new), 'new contradiction flag', 'new contradiction flags')} to settle ({command(ctx, 'flags')} shows both texts):")
         for flag in new:
             keep = command(ctx, f"supersede {shlex.quote(flag['a'])} --by {shlex.quote(flag['b'])}")
             dismiss = command(ctx, f"flags dismiss {flag['id']}")
@@ -175,23 +208,29 @@ def print_inventory(result: dict[str, Any]) -> None:
         f"{result['pinned']} pinned, {result['never_recalled']} never recalled"
     )
     echo(f"days idle: oldest {result['oldest_days_idle']}, median {result['median_days_idle']}")
+    texts = result.get("texts", {})
+
+    def said(memory_id: str) -> str:
+        return f"{memory_id} {short(texts.get(memory_id), SHORT_TEXT // 2)!r}" if memory_id in texts else memory_id
+
     echo(f"exact duplicate groups: {len(result['exact_duplicate_groups'])}")
     for group in result["exact_duplicate_groups"]:
-        echo(f"  {', '.join(group)}")
+        echo(f"  {', '.join(group)}: {short(texts.get(group[0]))}")
     echo(f"near-duplicate pairs (Jaccard >= {result['near_duplicate_threshold']}): {len(result['near_duplicate_pairs'])}")
     for pair in result["near_duplicate_pairs"]:
-        echo(f"  {pair['ids'][0]} ~ {pair['ids'][1]}  {pair['jaccard']}")
+        echo(f"  {said(pair['ids'][0])} ~ {said(pair['ids'][1])}  {pair['jaccard']}")
     echo(f"possible contradictions (review by hand): {len(result['contradiction_flags'])}")
     for flag in result["contradiction_flags"]:
-        echo(f"  {flag['ids'][0]} vs {flag['ids'][1]}  {flag['reason']} ({flag['jaccard']})")
+        echo(f"  {said(flag['ids'][0])} vs {said(flag['ids'][1])}  {flag['reason']} ({flag['jaccard']})")
     echo(f"open contradiction flags (memstore flags): {len(result['open_flags'])}")
     for flag in result["open_flags"]:
-        echo(f"  flag {flag['id']}: {flag['older_id']} vs {flag['newer_id']} (newer)  {flag['reason']}")
+        older, newer = f"{flag['older_id']} {short(flag['older_text'], SHORT_TEXT // 2)!r}", f"{flag['newer_id']} {short(flag['newer_text'], SHORT_TEXT // 2)!r}"
+        echo(f"  flag {flag['id']}: {older} vs {newer} (newer)  {flag['reason']}")
     stalest = [s for s in result["staleness"] if s["staleness"] > 0][:10]
     echo(f"stalest (of {len(result['staleness'])}):")
     for entry in stalest:
         pin = ", pinned" if entry["pinned"] else ""
-        echo(f"  {entry['id']}  {entry['staleness']}  ({entry['days_idle']} days idle, {entry['recall_count']} recalls{pin})")
+        echo(f"  {said(entry['id'])}  {entry['staleness']}  ({entry['days_idle']} days idle, {entry['recall_count']} recalls{pin})")
 
 
 def checks_document(results) -> dict[str, Any]:
@@ -221,20 +260,51 @@ def print_recalled(rows: list[dict[str, Any]]) -> None:
     )
 
 
-def print_flags(rows: list[dict[str, Any]], *, settled: bool = False) -> None:
-    """Flags side by side; with `settled`, also each one's status, when it was raised and by which
-    run, and how, when and by which run it was settled."""
-    def side(r: dict[str, Any], which: str) -> str:
-        gone = " (archived)" if r[f"{which}_state"] == "archived" else ""
-        return f"{r[f'{which}_id']}{gone}: {r[f'{which}_text']}"
+def print_flags(ctx: click.Context, page: dict[str, Any], *, settled: bool = False) -> None:
+    """A page of flags (MemoryStore.flag_page), each as a few lines: why it was raised, each side's
+    id, date and text, what differs, and (open) the commands that settle it; then where the page
+    sits in the whole and, for an empty page, which other namespaces hold such flags."""
+    for flag in page["flags"]:
+        scope = f" in {flag['namespace']}" if page["filter"].get("namespace") is None else ""
+        state = "" if flag["status"] == "open" else f", {flag['status']}: {flag['verdict'] or ''} {when(flag['closed_at'])} UTC by run {flag['closed_by_run']}"
+        echo(f"flag {flag['id']}{scope}: {flag['reason']} (cosine {flag['similarity']:.3f}, raised {when(flag['flagged_at'])} UTC by run {flag['run_id']}{state})")
+        for side, label in (("older", "older"), ("newer", "newer, probably current")):
+            gone = ", archived" if flag[f"{side}_state"] == "archived" else ""
+            echo(f"  {label}: {flag[f'{side}_id']} ({when(flag[f'{side}_timestamp'])}{gone}): {short(flag[f'{side}_text'], 2 * SHORT_TEXT)}")
+        differs = flag["differs"]
+        if differs["older"] or differs["newer"]:
+            echo(f"  differs: {' '.join(differs['older']) or '(nothing)'} -> {' '.join(differs['newer']) or '(nothing)'}")
+        if flag["status"] == "open" and not settled:
+            keep_newer = command(ctx, f"supersede {shlex.quote(flag['older_id'])} --by {shlex.quote(flag['newer_id'])}")
+            dismiss = command(ctx, f"flags dismiss {flag['id']}")
+            echo(f"  keep the newer: {keep_newer}  |  both hold: {dismiss}")
+    total, first = page["total"], page["offset"] + 1
+    status = page["filter"].get("status", "open")
+    what = f"{status} flags" if status != "all" else "flags"
+    where = f" in {page['filter']['namespace']!r}" if page["filter"].get("namespace") is not None else ""
+    if page["flags"]:
+        last = page["offset"] + len(page["flags"])
+        more = f"; --offset {page['next_offset']} shows the next" if page["next_offset"] is not None else ""
+        echo(f"{what} {first}-{last} of {total}{where}, {page['sort']} first{more}")
+    elif total:
+        echo(f"no {what} past {page['offset']}{where}: there are {total}")
+    else:
+        echo(f"no {what}{where}")
+    if page["elsewhere"] and not page["flags"]:
+        counts = ", ".join(f"{namespace} ({count})" for namespace, count in page["elsewhere"].items())
+        echo(f"other namespaces hold such flags: {counts}; -n NAME or --all-namespaces shows them")
 
-    headers = ["flag", "older", "newer (probably current)", "cosine", "reason"]
-    cells = [[r["id"], side(r, "older"), side(r, "newer"), f"{r['similarity']:.3f}", r["reason"]] for r in rows]
-    if settled:
-        headers[1:1] = ["status", "raised (UTC)", "by run", "settled", "settled (UTC)", "by run"]
-        for r, row in zip(rows, cells):
-            row[1:1] = [r["status"], iso(r["flagged_at"]), r["run_id"], r["verdict"] or "", iso(r["closed_at"]), r["closed_by_run"]]
-    print_table(headers, cells)
+
+def print_dismissed(ctx: click.Context, done: dict[str, Any]) -> None:
+    """What a dismissal did: the run, each flag with both texts, the one undo."""
+    which = f"flag {done['dismissed'][0]}" if len(done["dismissed"]) == 1 else f"{len(done['dismissed'])} flags"
+    echo(f"run {done['run_id']}: {which} dismissed")
+    shown = done["flags"][:FIRST_ARCHIVED]
+    for flag in shown:
+        echo(f"  flag {flag['id']}: {flag['older_id']} {short(flag['older_text'])!r} vs {flag['newer_id']} {short(flag['newer_text'])!r}")
+    if len(shown) < len(done["flags"]):
+        echo(f"  ... and {len(done['flags']) - len(shown)} more (--json lists every one)")
+    print_undo(ctx, done["run_id"])
 
 
 def print_memories(rows: list[dict[str, Any]], *, archived: bool) -> None:
@@ -257,6 +327,7 @@ DID_WORDS = {
     "evicted": ("evicted", "evicted"), "stale": ("stale", "stale"), "forgotten": ("forgotten", "forgotten"),
     "updated": ("updated", "updated"), "superseded": ("superseded", "superseded"), "dismissed": ("flag dismissed", "flags dismissed"),
     "flagged": ("flag raised", "flags raised"), "flags_settled": ("flag settled", "flags settled"),
+    "restored": ("memory restored", "memories restored"), "phases": ("phase run", "phase runs"),
 }  # fmt: skip
 
 
@@ -269,58 +340,111 @@ def run_status(run: dict[str, Any]) -> str:
     return f"restored {when(run['restored_at'])}" if run["status"] == "restored" else run["status"]
 
 
-def print_runs(rows: list[dict[str, Any]], more: bool = False) -> None:
-    """Runs newest first with what each did; `more`: older runs were left out."""
+def run_kind(run: dict[str, Any]) -> str:
+    """A run's kind, and the maintain run it was a phase of: "evict (maintain 12)"."""
+    return run["kind"] if run.get("parent_run_id") is None else f"{run['kind']} (maintain {run['parent_run_id']})"
+
+
+def print_runs(rows: list[dict[str, Any]], more: bool = False, offset: int = 0) -> None:
+    """Runs newest first with what each did and when it was undone; `more`: older runs were left out."""
     print_table(
         ["run", "kind", "namespace", "started (UTC)", "status", "did"],
-        [[r["id"], r["kind"], r["namespace"] or "(all)", iso(r["started_at"]), run_status(r), did_text(r["did"])] for r in rows],
+        [[r["id"], run_kind(r), r["namespace"] or "(all)", iso(r["started_at"]), run_status(r), did_text(r["did"])] for r in rows],
     )
     if more:
-        echo(f"(the newest {len(rows)} runs; --limit N or --all shows more)")
+        echo(f"(runs {offset + 1}-{offset + len(rows)}, newest first; --offset {offset + len(rows)} shows older ones, --all every one)")
+
+
+def _flag_pair(flag: dict[str, Any]) -> str:
+    return f"{flag['older_id']} {short(flag.get('older_text'), SHORT_TEXT // 2)!r} vs {flag['newer_id']} {short(flag.get('newer_text'), SHORT_TEXT // 2)!r}"
 
 
 def print_run_whole(ctx: click.Context, run: dict[str, Any]) -> None:
-    """One run: what it was, what it did, every memory it archived, the flags it raised and settled."""
+    """One run: what it was, what it did, what it archived (each with its text; the first
+    FIRST_ARCHIVED unless the whole run was read), what came back, the flags it raised and settled,
+    a maintain run's phase runs."""
     scope = run["namespace"] or "every namespace"
-    echo(f"run {run['id']}: {run['kind']} in {scope}, started {when(run['started_at'])} UTC, {run_status(run)}")
+    echo(f"run {run['id']}: {run_kind(run)} in {scope}, started {when(run['started_at'])} UTC, {run_status(run)}")
     echo(f"did: {did_text(run['did'])}")
     if run["params"]:
         echo(f"params: {json.dumps(run['params'], ensure_ascii=False, sort_keys=True)}")
+    if run["phases"]:
+        echo(f"phase runs ({len(run['phases'])}):")
+        print_table(["run", "kind", "status", "did"], [[p["id"], p["kind"], run_status(p), did_text(p["did"])] for p in run["phases"]])
     if run["archived"]:
-        echo(f"archived ({len(run['archived'])}):")
-        print_table(["id", "namespace", "reason", "superseded_by", "cosine"],
-                    [[a["id"], a["namespace"], a["reason"], a["superseded_by"], "" if a["similarity"] is None else f"{a['similarity']:.3f}"]
-                     for a in run["archived"]])  # fmt: skip
+        echo(f"archived ({run['archived_total']}):")
+        print_table(["id", "namespace", "reason", "superseded_by", "cosine", "text"],
+                    [[a["id"], a["namespace"], a["reason"], a["superseded_by"], "" if a["similarity"] is None else f"{a['similarity']:.3f}",
+                      short(a["text"])] for a in run["archived"]])  # fmt: skip
+        more_line(len(run["archived"]), run["archived_total"])
     if run["restored"]:
-        echo(f"restored ({len(run['restored'])}): {' '.join(run['restored'])}")
+        echo(f"restored ({run['restored_total']}):")
+        for memory in run["restored_memories"]:
+            echo(f"  {memory['id']}  {short(memory['text'])}")
+        more_line(len(run["restored"]), run["restored_total"])
     for title, flags in (("flags raised", run["flags_raised"]), ("flags settled", run["flags_settled"])):
         if flags:
             echo(f"{title} ({len(flags)}):")
-            print_table(["flag", "older", "newer", "status", "verdict"],
-                        [[f["id"], f["older_id"], f["newer_id"], f["status"], f["verdict"]] for f in flags])  # fmt: skip
+            print_table(["flag", "pair (older vs newer)", "status", "verdict"],
+                        [[f["id"], _flag_pair(f), f["status"], f["verdict"]] for f in flags])  # fmt: skip
     if run["status"] == "applied":
         undo = command(ctx, f"restore --run {run['id']}")
         echo(f"undo with: {undo} (--dry-run shows what it would bring back)")
 
 
-def print_restore(ctx: click.Context, report) -> None:
-    """What undoing a run did, or (a dry run) would do."""
-    count = len(report.restored_ids)
-    back = f"{count} {'memory' if count == 1 else 'memories'} back in the live set"
-    if report.dry_run:
-        echo(f"dry run, nothing written: restoring run {report.run_id} ({report.kind}) would bring {back}")
+# How a restore report names a flag's change.
+FLAG_CHANGES = {"reopened": "open again", "settled": "settled", "removed": "removed (the run had raised it)"}
+
+
+def print_restore(ctx: click.Context, report, show_all: bool = False) -> None:
+    """What undoing a run (or bringing one memory back) did, or (a dry run) would do: each memory
+    back and each flag that changed, with their texts."""
+    changed = [f"{plural(len(report.restored_ids), 'memory', 'memories')} back in the live set"] if report.restored_ids else []
+    for change, words in (("reopened", "open again"), ("settled", "settled"), ("removed", "removed")):
+        count = sum(1 for flag in report.flags if flag["change"] == change)
+        if count:
+            changed.append(f"{plural(count, 'flag', 'flags')} {words}")
+    back = ", ".join(changed) or "nothing changed"
+    if report.kind == "restore" and report.archived_again:
+        did = f"run {report.run_id} undone: {plural(len(report.archived_again), 'memory', 'memories')} back in the archive"
+    elif report.kind == "restore":
+        did = f"run {report.run_id}: {back}"
     else:
-        echo(f"run {report.run_id} restored: {back}")
-    if report.restored_ids:
-        echo(f"  back: {' '.join(report.restored_ids)}")
+        phases = f" ({plural(len(report.phases), 'phase run', 'phase runs')} undone, newest first)" if report.kind == "maintain" else ""
+        did = f"run {report.run_id} restored{phases}: {back}"
+    if report.dry_run:
+        what = f"bringing {report.restored_ids[0]} back alone" if report.kind == "restore" and report.restored_ids else f"restoring run {report.run_id} ({report.kind})"
+        did = f"dry run, nothing written: {what} would change: {back}"
+    echo(did)
+    for title, memories in (("back", report.memories), ("archived again", report.archived_again)):
+        shown = memories if show_all else memories[:FIRST_ARCHIVED]
+        for memory in shown:
+            echo(f"  {title}: {memory['id']}  {short(memory['text'])}")
+        if len(shown) < len(memories):
+            echo(f"  ... and {len(memories) - len(shown)} more (--all lists every one, --json too)")
     if report.retired:
         echo(f"  archived again: {report.retired} (the version the update wrote)")
-    if report.reopened_flags:
-        echo(f"  flags open again: {' '.join(str(flag) for flag in report.reopened_flags)}")
-    if report.removed_flags:
-        echo(f"  flags removed (the run raised them): {' '.join(str(flag) for flag in report.removed_flags)}")
+    shown = report.flags if show_all else report.flags[:FIRST_ARCHIVED]
+    for flag in shown:
+        verdict = f" as {flag['verdict']}" if flag["change"] == "settled" and flag["verdict"] else ""
+        echo(f"  flag {flag['id']} {FLAG_CHANGES[flag['change']]}{verdict}: {_flag_pair(flag)}")
+    if len(shown) < len(report.flags):
+        echo(f"  ... and {len(report.flags) - len(shown)} more flags (--all lists every one, --json too)")
     if report.dry_run:
-        echo(f"restore with: {command(ctx, f'restore --run {report.run_id}')}")
+        again = f"restore {shlex.quote(report.restored_ids[0])}" if report.kind == "restore" and report.restored_ids else f"restore --run {report.run_id}"
+        echo(f"restore with: {command(ctx, again)}")
+    elif report.kind == "restore" and not report.archived_again:
+        print_undo(ctx, report.run_id)  # a memory brought back alone is a run of its own
+
+
+def print_found_archived(rows: list[dict[str, Any]]) -> None:
+    """Archived memories found by a search, best first, with why and when each left."""
+    print_table(
+        ["id", "namespace", "reason", "archived (UTC)", "run", "text"],
+        [[r["id"], r["namespace"], r["reason"], when(r["archived_at"]), r["run_id"], short(r["text"], 2 * SHORT_TEXT)] for r in rows],
+    )
+    if rows:
+        echo("bring one back with: memstore restore ID")
 
 
 def print_history(rows: list[dict[str, Any]]) -> None:

@@ -2,9 +2,32 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import socket
+
 import click
 
 from ..defaults import DEFAULT_NAMESPACE
+from ..listeners import parse_address
+
+
+def require_free_port(address: str, option: str) -> None:
+    """Refuse, in one line, an address another program listens on, before anything is printed
+    (the web page's address and token would otherwise go out first, then the server's own error)."""
+    host, port = parse_address(address)
+    try:
+        for family, kind, proto, _, bound in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds it
+                probe.bind(bound)
+            break
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise click.ClickException(f"{option} {address}: port {port} is in use (another memstore web or mcp?); give another port") from None
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise click.ClickException(f"{option} {address}: {host} is not an address of this machine") from None
+        raise
 
 
 @click.command("mcp")
@@ -33,6 +56,8 @@ def mcp_(ctx, namespace, address, token) -> None:
         if (exc.name or "").partition(".")[0] == "memstore":
             raise
         raise click.ClickException("the MCP server needs the mcp extra: pip install 'memstore-agents[mcp]'") from None
+    if address is not None:
+        require_free_port(address, "--http")
     serve(ctx.obj["location"], namespace=namespace, http=address, token=token)
 
 
@@ -60,4 +85,7 @@ def web(ctx, listen, token_file, namespace, read_only) -> None:
         if (exc.name or "").partition(".")[0] == "memstore":
             raise
         raise click.ClickException("the web page needs the web extra: pip install 'memstore-agents[web]'") from None
+    if token_file is not None and not os.path.exists(token_file):
+        raise click.ClickException(f"--token-file {token_file}: no such file (write the token in it first, or leave the option out for a new token each start)")
+    require_free_port(listen, "--listen")
     serve(ctx.obj["location"], listen=listen, token_file=token_file, namespace=namespace, read_only=read_only)

@@ -6,14 +6,17 @@ import sys
 
 import click
 
+from ..errors import NotFoundError
 from ..db import database_url, refuse_store_file, shown_location
 from ..defaults import DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE
 from ..files import replaced_privately
 from ..importers import FORMATS
 from ..migrate import SCHEMA_HEAD
 from ..records import memory_state, now_ms
-from .options import INTEGER, as_of_option, chosen_namespace, int64, json_option, lifetime_options, namespace_options, open_store, parse_meta
-from .render import echo, print_check, print_import, print_json, print_memories, print_restore, print_row, print_run_whole, print_runs
+from .options import (
+    INTEGER, as_of_option, chosen_namespace, explain_empty, int64, json_option, lifetime_options, namespace_options, open_store, parse_meta,
+)  # fmt: skip
+from .render import FIRST_ARCHIVED, echo, plural, print_check, print_import, print_json, print_memories, print_restore, print_row, print_run_whole, print_runs
 
 
 @click.command()
@@ -167,8 +170,11 @@ def list_(ctx, namespace, all_namespaces, archived, limit, as_of, as_json) -> No
         memstore list --limit 20
         memstore list --as-of 2026-11-24T18:00:00Z
     """
-    namespace = chosen_namespace(namespace, all_namespaces)
-    rows = open_store(ctx).list(namespace, archived=archived, limit=limit, as_of=as_of)
+    given, namespace = namespace is not None, chosen_namespace(namespace, all_namespaces)
+    store = open_store(ctx)
+    rows = store.list(namespace, archived=archived, limit=limit, as_of=as_of)
+    if not rows:
+        explain_empty(store, namespace, given)
     print_json(rows) if as_json else print_memories(rows, archived=archived)
 
 
@@ -193,17 +199,20 @@ RUNS_SHOWN = 20
 
 
 @click.command()
-@click.argument("run_id", metavar="[N]", type=int64(), required=False)
-@click.option("--limit", type=int64(0), default=RUNS_SHOWN, show_default=True, help="At most N runs.")
-@click.option("--all", "show_all", is_flag=True, help="Every run.")
+@click.argument("run_id", metavar="[N]", type=int64(1), required=False)
+@click.option("--limit", type=int64(0), default=RUNS_SHOWN, show_default=True, help="At most N runs (run N: N archived memories).")
+@click.option("--offset", type=int64(0), default=0, help="Skip the newest N runs (run N: its first N archived memories).")
+@click.option("--all", "show_all", is_flag=True, help="Every run (run N: every memory it archived).")
 @json_option
 @click.pass_context
-def runs(ctx, run_id, limit, show_all, as_json) -> None:
+def runs(ctx, run_id, limit, offset, show_all, as_json) -> None:
     """List runs, newest first, with what each did; `runs N` shows run N whole.
 
-    Every job, maintain phase that changed something, correction and dismissal is a run.
-    Run N whole: what it archived (reasons, superseded_by), what a restore of it brought
-    back, the flags it raised and settled.
+    Every job, maintain invocation and phase that changed something, correction,
+    dismissal and memory restored alone is a run; a maintain's phase runs name it
+    ("evict (maintain 12)"), and `restore --run 12` undoes them all. Run N whole: what it
+    archived, each with its text (the first 10 unless --all or --limit), what a restore of
+    it brought back, the flags it raised and settled, a maintain run's phase runs.
 
     \b
     Example:
@@ -212,32 +221,51 @@ def runs(ctx, run_id, limit, show_all, as_json) -> None:
     """
     store = open_store(ctx)
     if run_id is not None:
-        run = store.run(run_id)
+        limit_given = ctx.get_parameter_source("limit") == click.core.ParameterSource.COMMANDLINE
+        shown = None if show_all or as_json else (limit if limit_given else FIRST_ARCHIVED)
+        run = store.run(run_id, limit=shown, offset=offset)
         return print_json(run) if as_json else print_run_whole(ctx, run)
-    rows = store.runs(None if show_all else limit + 1)  # one more: says whether older ones were left out
+    rows = store.runs(None if show_all else limit + 1, offset=offset)  # one more: says whether older ones were left out
     more = not show_all and len(rows) > limit
     rows = rows[:limit] if more else rows
-    print_json(rows) if as_json else print_runs(rows, more)
+    print_json(rows) if as_json else print_runs(rows, more, offset)
 
 
 @click.command()
-@click.option("--run", "run_id", type=int64(), required=True, help="The run to undo (see `memstore runs`).")
+@click.argument("memory_id", metavar="[ID]", required=False)
+@click.option("--run", "run_id", type=int64(1), default=None, help="The run to undo (see `memstore runs`).")
 @click.option("--dry-run", is_flag=True, help="Show what the undo would bring back; write nothing.")
+@click.option("--all", "show_all", is_flag=True, help="Name every memory and flag, not only the first ones.")
 @json_option
 @click.pass_context
-def restore(ctx, run_id, dry_run, as_json) -> None:
-    """Undo a run.
+def restore(ctx, memory_id, run_id, dry_run, show_all, as_json) -> None:
+    """Undo a run, or bring one archived memory back.
 
-    Every memory the run archived goes back to the live set, whole; the flags it settled
-    open again, those it raised go. --dry-run shows exactly that and writes nothing.
+    --run N: every memory run N archived goes back to the live set, whole; the flags it
+    settled open again, those it raised go. A maintain run's phases are undone together,
+    newest first. ID: that one archived memory comes back alone, as a run of its own
+    (`restore --run` of that run sends it back); `memstore recall --archived` finds it.
+    --dry-run shows exactly what would happen and writes nothing.
 
     \b
     Example:
         memstore restore --run 3 --dry-run
         memstore restore --run 3
+        memstore restore m7
     """
-    report = open_store(ctx).restore(run_id, dry_run=dry_run)
-    print_json(report.to_dict()) if as_json else print_restore(ctx, report)
+    if (memory_id is None) == (run_id is None):
+        raise click.UsageError("give one archived memory's ID or --run N")
+    store = open_store(ctx)
+    if run_id is not None:
+        report = store.restore(run_id, dry_run=dry_run)
+    else:
+        try:
+            report = store.restore_memory(memory_id, dry_run=dry_run)
+        except NotFoundError:
+            if memory_id.isascii() and memory_id.isdigit():
+                raise click.ClickException(f"no archived memory {memory_id!r}; did you mean `memstore restore --run {memory_id}`?") from None
+            raise
+    print_json(report.to_dict()) if as_json else print_restore(ctx, report, show_all)
 
 
 @click.command()
@@ -259,8 +287,8 @@ def backup(ctx, destination, force, as_json) -> None:
     if as_json:
         return print_json(result)
     click.echo(
-        f"backed up to {result['path']}: {result['memories']} memories, "
-        f"{result['memory_archive']} archived, {result['consolidation_runs']} runs"
+        f"backed up to {result['path']}: {plural(result['memories'], 'memory', 'memories')}, "
+        f"{result['memory_archive']} archived, {plural(result['consolidation_runs'], 'run', 'runs')}"
     )
 
 
