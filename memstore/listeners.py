@@ -10,6 +10,8 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import os
+from pathlib import Path
 from typing import Any
 
 from .errors import MemstoreError
@@ -102,4 +104,23 @@ def checked_token(token: str | None) -> str | None:
     return token
 
 
-__all__ = ["BearerTokenGate", "WithoutQueryString", "checked_token", "is_loopback", "loopback_names", "parse_address"]
+def token_from_file(path: str | os.PathLike[str], option: str = "--token-file") -> str:
+    """The token on the first line of the file at `path`, as `checked_token` takes it. A file that
+    cannot be read, is empty or starts with a blank line is one line naming `option`: a token given
+    and not found must never leave the door to a random one."""
+    shown = f"{option} {os.fspath(path)}"
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise MemstoreError(f"{shown}: not UTF-8 text; write the token on its first line") from None
+    except OSError as exc:
+        raise MemstoreError(f"{shown}: cannot read it ({exc.strerror or exc})") from None
+    if not lines or not lines[0].strip():
+        raise MemstoreError(f"{shown}: {'the file is empty' if not lines else 'its first line is blank'}; write the token on its first line")
+    try:
+        return checked_token(lines[0]) or ""  # never "": the line has a character
+    except MemstoreError as exc:
+        raise MemstoreError(f"{shown}: {exc}") from None
+
+
+__all__ = ["BearerTokenGate", "WithoutQueryString", "checked_token", "is_loopback", "loopback_names", "parse_address", "token_from_file"]

@@ -9,10 +9,9 @@ from __future__ import annotations
 import os
 import secrets
 import sys
-from pathlib import Path
 
 from ..errors import MemstoreError
-from ..listeners import checked_token, is_loopback, loopback_names, parse_address
+from ..listeners import checked_token, is_loopback, loopback_names, parse_address, token_from_file
 from ..store import MemoryStore
 from .guard import Guard
 from .pages import create_app
@@ -23,8 +22,7 @@ TOKEN_ENV = "MEMSTORE_WEB_TOKEN"
 
 def read_token(token_file: str | os.PathLike[str] | None) -> str | None:
     """The token given (a file's first line, else MEMSTORE_WEB_TOKEN), or None when none is."""
-    given = Path(token_file).read_text(encoding="utf-8").splitlines()[0] if token_file is not None else os.environ.get(TOKEN_ENV)
-    return checked_token(given)
+    return token_from_file(token_file) if token_file is not None else checked_token(os.environ.get(TOKEN_ENV))
 
 
 def page_address(host: str, port: int, token: str) -> str:
