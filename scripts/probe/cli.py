@@ -23,6 +23,7 @@ from scripts import REPO
 
 from . import inputs, runs
 from . import listeners as http
+from . import vector_files
 from .common import Backend, Tally
 
 KILLED, CONCURRENT, DISK, BAD = "killed run", "concurrent runs", "full disk", "bad input"
@@ -83,6 +84,12 @@ PROBES: dict[str, tuple[str, str, tuple[str, ...], Callable[[Ctx, Tally], list[T
     "ttl-digits": (BAD, "`--ttl ١٢s` and other non-ASCII digits in --ttl and --expires-at", SQLITE,
                    lambda c, t: inputs.probe_ttl_digits(t, c.work, c.backend, c.copy("ttl"))),
     "targets": (BAD, "`export -o` and `backup --force` into a FIFO, `export -o` a symlink", SQLITE, lambda c, t: probe_targets(c, t)),
+    "vectors-folder": (BAD, "a vectors folder another user made (0777, uid 65534), the owner's 0777 one or a link, its files links to the "
+                       "owner's file; then check, check --fix, recall", SQLITE,
+                       lambda c, t: needs_model(c, t) and vector_files.probe_vectors_folder(t, c.work, c.copy)),
+    "vector-files": (BAD, "vector files deleted, a killed rewrite's .partial-PID, headers odd, 100,000 deep, ahead or reordered, a NaN "
+                     "row, .lock a folder or a dangling link, STORE-vectors a file; then a recall that counts itself", SQLITE,
+                     lambda c, t: needs_model(c, t) and vector_files.probe_vector_files(t, c.work, c.copy)),
 }
 
 
