@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, select
 from .db import read_transaction, rows_in, write_transaction
 from .errors import MemstoreError
 from .records import now_ms
-from .semantic.embed import BATCH_SIZE, DEFAULT_MODEL, Embedder, to_blob
+from .semantic.embed import BATCH_SIZE, DEFAULT_MODEL, LENGTH_WINDOW, Embedder, to_blob
 from .schema import memories
 from .semantic.query_model import QueryModel
 from .semantic.vector_file import bring_up_to_date
@@ -77,10 +77,11 @@ class Embeddings:
         progress: Callable[[int, int], None] | None = None,
         conn: Connection | None = None,
     ) -> dict[str, Any]:
-        """Embed every live memory that has no vector from the store's model, a batch per
-        transaction, or all in the caller's transaction `conn`; first build the vector index if
-        it is missing or out of step and this process can. `progress(done, total)` is called
-        after each batch."""
+        """Embed every live memory that has no vector from the store's model, a window of
+        LENGTH_WINDOW memories per transaction (embedded in batches of `batch_size` texts of similar
+        length), or all in the caller's transaction `conn`; first build the vector index if it is
+        missing or out of step and this process can. `progress(done, total)` is called after each
+        window."""
 
         def reading() -> AbstractContextManager[Connection]:
             return nullcontext(conn) if conn is not None else read_transaction(self.engine)
@@ -98,8 +99,8 @@ class Embeddings:
         done, after_seq = 0, 0
         namespaces: set[str] = set()
         while done < total and embedder is not None:
-            with reading() as reader:
-                batch = pending(reader, model, batch_size, after_seq)
+            with reading() as reader:  # a window of texts, embedded in batches of similar length
+                batch = pending(reader, model, max(batch_size, LENGTH_WINDOW), after_seq)
             if not batch:
                 break
             vectors = embedder.embed([text for _, text, _ in batch], batch_size=batch_size)

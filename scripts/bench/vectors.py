@@ -21,6 +21,10 @@ embedded by the real model. Recall quality is measured by scripts/eval_recall.py
   (target <= 50 ms over the embedding), 1,000,000 in one namespace (for reference: an exact search
   over a million vectors). On PostgreSQL with pgvector (a throwaway server, tests/pgserver.py):
   100,000 in one namespace and over 1,000, and the process scenario at 100,000.
+* ``sync``: ``embeddings sync`` of ``--sync-size`` real conversation turns (LongMemEval's, from the
+  slice the tests keep in tests/data/longmemeval; default 2,000, the slice's 1,946 and no more)
+  against the bare embedder on the same texts sorted by length, in one run: the rate sync reaches of
+  the embedder's best (target >= 0.85). The bare embedder in arrival order is shown for reference.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from pathlib import Path
 
 from memstore import MemoryStore
 from memstore.semantic import vector_file
+from memstore.semantic.embed import Embedder
 from scripts import REPO, module_command
 from scripts.data import add_random_vectors, generate_records
 
@@ -130,7 +135,37 @@ def run_vectors(args, work: Path, queries: list[str]) -> dict:
         out["long_lived"].append({"size": size, "namespaces": namespaces, **figures})
         remove(path)
     out["postgresql"] = bench_postgresql(args, queries)
+    out["sync"] = bench_sync(args, work)
     return out
+
+
+def bench_sync(args, work: Path) -> dict:
+    """`embeddings sync` against the bare embedder on the same texts, sorted by length and not."""
+    from scripts.longmemeval import load
+
+    memories, _ = load("slice")
+    texts = [memory["text"] for memory in memories[: args.sync_size]]
+    embedder = Embedder(args.model_dir)
+    embedder.embed(["warm up"])  # the model loaded before anything is timed
+    timed: dict = {"size": len(texts)}
+    for name, ordered in (("embedder_sorted", sorted(texts, key=len)), ("embedder_arrival", texts)):
+        t = time.perf_counter()
+        for _ in embedder.embed_batches(ordered):
+            pass
+        timed[name] = time.perf_counter() - t
+    path = work / "sync.db"
+    with MemoryStore(str(path)) as store:
+        store.add("warm up", id="warm")
+        store.enable_embeddings(args.model_dir)
+        store.sync_embeddings()  # one memory: loads the store's model before anything is timed
+        store.add_many([{"id": f"t{n}", "text": text, "timestamp": n} for n, text in enumerate(texts)])
+        t = time.perf_counter()
+        embedded = store.sync_embeddings()["embedded"]
+        timed["sync"] = time.perf_counter() - t
+    remove(path)
+    log(f"  sync: {embedded:,} of {len(texts):,} in {timed['sync']:.1f} s; bare embedder sorted {timed['embedder_sorted']:.1f} s, "
+        f"in arrival order {timed['embedder_arrival']:.1f} s")
+    return timed
 
 
 def bench_postgresql(args, queries: list[str]) -> dict:
@@ -192,6 +227,14 @@ def vector_rows(vec: dict) -> list[dict]:
         rows.append(dict(scenario=f"PostgreSQL+pgvector hybrid p50 ({lived['namespaces']:,} ns)", size=lived["size"],
                          memstore=lived["hybrid_p50"], baseline=lived["embed_p50"], ratio=lived["hybrid_p50"] - lived["embed_p50"],
                          ratio_def="s over embed", target="(for reference)", met=None))  # fmt: skip
+    if sync := vec.get("sync"):
+        rate = sync["embedder_sorted"] / sync["sync"]  # sync's texts per second over the sorted embedder's
+        rows.append(dict(scenario="embeddings sync vs bare embedder (texts sorted by length)", size=sync["size"], memstore=sync["sync"],
+                         baseline=sync["embedder_sorted"], ratio=rate, ratio_def="(rate/embedder's)", target=">= 0.85",
+                         met=rate >= 0.85))  # fmt: skip
+        rows.append(dict(scenario="  bare embedder, arrival order vs sorted", size=sync["size"], memstore=sync["embedder_arrival"],
+                         baseline=sync["embedder_sorted"], ratio=sync["embedder_arrival"] / sync["embedder_sorted"],
+                         ratio_def="(arrival/sorted)", target="(for reference)", met=None))  # fmt: skip
     if "process" in pg:
         p = pg["process"]
         rows.append(dict(scenario="PostgreSQL recall process, hybrid vs lexical", size=p["size"], memstore=p["hybrid"],
