@@ -83,6 +83,24 @@ def sqlite_file_missing(path_or_url: str | os.PathLike[str]) -> str | None:
     return None if Path(url.database).exists() else url.database
 
 
+IMMUTABLE = "&immutable=1"
+
+
+def read_only_uri(path: Path, *, may_be_immutable: bool = True) -> str:
+    """A URI that opens another program's SQLite file read-only and leaves nothing beside it.
+    `mode=ro` alone, on a file in WAL mode, creates `-wal` and `-shm` files it cannot remove;
+    `immutable=1` (IMMUTABLE) reads without them, which is safe only when no `-wal` is there (no
+    connection has the file open: nothing waits to be checkpointed). A file in rollback mode is read
+    with its locks (`mode=ro` creates nothing beside it); one whose `-wal` is there is read through
+    it, as any reader reads it. A caller that read as immutable reads again with
+    `may_be_immutable=False` if a `-wal` appeared meanwhile (a writer's checkpoint may have
+    changed pages under the read)."""
+    with path.open("rb") as file:
+        wal_mode = file.read(20)[18:20] == b"\x02\x02"  # the header's write and read versions
+    immutable = may_be_immutable and wal_mode and not Path(f"{path}-wal").exists()
+    return f"{path.resolve().as_uri()}?mode=ro{IMMUTABLE if immutable else ''}"
+
+
 def refuse_store_file(engine: Engine, path: str | os.PathLike[str], what: str) -> Path:
     """`path` resolved, unless it names the store's own file (or its -wal, -shm or -journal file):
     writing there would replace the store with `what`."""

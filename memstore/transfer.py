@@ -13,7 +13,10 @@ where the target connection has sqlite-vec or pgvector) and the counters that nu
 that a later write neither collides with a copied id nor lands below a run's high-water mark.
 
 The source is read in one snapshot (`read_transaction`); the target is written in one transaction,
-so a copy that fails leaves the target as it was: migrated, and empty.
+so a copy that fails leaves the target as it was: migrated, and empty. A SQLite file that is not a
+store and holds tables (LangGraph's `store`, any other application's) is refused before it is
+touched: migrating it would write a store into another program's file. The source's file under
+another name (a hard link, a symlink) is the source itself.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import JSON, Column, Connection, Engine, Integer, Table, Text, cast, func, select, text
@@ -28,11 +32,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from . import vector_index
-from .db import database_url, make_engine, read_transaction, shown_location, write_transaction
+from .db import database_url, make_engine, read_only_uri, read_transaction, shown_location, sqlite_driver, write_transaction
 from .errors import MemstoreError
 from .live_counts import recount_live
-from .migrate import upgrade
-from .schema import memories, memory_archive, consolidation_runs, metadata
+from .migrate import VERSION_TABLE, upgrade
+from .schema import managed_outside_models, memories, memory_archive, consolidation_runs, metadata
 from .semantic.vectors import model_of, search_backend
 
 # Rows read from the source per fetch and written per batch: large enough that the per-batch cost
@@ -204,14 +208,57 @@ def copy_into(
     """Copy the store of `source` into the store at `location` (a path or URL), which is created
     and migrated to head first when new; see `copy_store`."""
     location = os.fspath(location)
-    if make_url(database_url(location)) == source.url:
+    url = make_url(database_url(location))
+    if url == source.url or url.get_backend_name() == "sqlite" and _same_file(url.database, source):
         raise MemstoreError(f"{shown_location(location)} is the source store itself; copy into a new or empty store")
+    if url.get_backend_name() == "sqlite":
+        _refuse_foreign_file(url.database, location)
     target = make_engine(location)
     try:
         upgrade(target)
         return copy_store(source, target, target_location=location, progress=progress)
     finally:
         target.dispose()
+
+
+def _same_file(database: str | None, source: Engine) -> bool:
+    if not database or source.dialect.name != "sqlite" or not source.url.database:
+        return False
+    try:
+        return os.path.samefile(database, source.url.database)
+    except (OSError, ValueError):  # either is not there (yet): not one file
+        return False
+
+
+def _memstores(name: str) -> bool:
+    return name in metadata.tables or name == VERSION_TABLE or name.startswith("sqlite_") or managed_outside_models(name)
+
+
+def _refuse_foreign_file(database: str | None, location: str) -> None:
+    """Refuse an existing SQLite file that is not a store and holds tables memstore does not own,
+    read without writing to it or beside it (`db.read_only_uri`): another program's file is not a
+    store to migrate. A file that is not a database at all is left to the migration to name."""
+    if not database or database == ":memory:" or not Path(database).is_file():
+        return
+    driver = sqlite_driver()
+    try:
+        connection = driver.connect(read_only_uri(Path(database)), uri=True)
+    except (driver.Error, OSError):
+        return
+    try:
+        names = [name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+    except driver.Error:
+        return
+    finally:
+        connection.close()
+    foreign = sorted(name for name in names if not _memstores(name))
+    # A store shares its file with the agent's other libraries (LangGraph's checkpointer): their
+    # tables beside memstore's are expected; without memstore's, the file is theirs alone.
+    if foreign and memories.name not in names:
+        shown = ", ".join(repr(name) for name in foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise MemstoreError(
+            f"{shown_location(location)} holds tables that are not memstore's ({shown}): another program's file, not a store; copy into a new file or an empty store"
+        )
 
 
 def _rebuild_derived(conn: Connection) -> str | None:

@@ -5,6 +5,7 @@ pending vectors, dismissed flags, the next incremental run)."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 
@@ -233,3 +234,53 @@ def test_100000_memories_with_vectors_and_history_move_there_and_back_exactly(tm
     fts_in_step(back)
     with MemoryStore(pg_url) as store:
         assert store.embedding_status()["search"] == "pgvector"
+
+
+def beside(path) -> list[str]:
+    return sorted(name for name in os.listdir(path.parent) if name.startswith(path.name))
+
+
+def test_another_programs_sqlite_file_is_refused_before_it_is_touched(tmp_path):
+    """LangGraph's SqliteStore file (WAL mode, as an app leaves it) or any SQLite file whose tables
+    are not memstore's: copy migrated it and wrote the store into it (issue 40, finding 9)."""
+    from langgraph.store.sqlite import SqliteStore
+
+    source = str(tmp_path / "source.db")
+    ok("add", "one", db=source)
+    langgraph = tmp_path / "langgraph.db"
+    with SqliteStore.from_conn_string(str(langgraph)) as app:
+        app.setup()
+        app.conn.execute("PRAGMA journal_mode = WAL")
+        app.put(("users", "u1"), "tea", {"content": "Likes tea."})
+    notes = tmp_path / "notes.db"
+    with sqlite3.connect(notes) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.close()
+    for other, tables in [(langgraph, "'store', 'store_migrations'"), (notes, "'notes'")]:
+        before = other.read_bytes()
+        result = run("copy", source, str(other))
+        assert (result.exit_code, result.output) == (
+            1, f"Error: {other} holds tables that are not memstore's ({tables}): another program's file, not a store; copy into a new file or an empty store\n",
+        )  # fmt: skip
+        assert other.read_bytes() == before and beside(other) == [other.name]
+
+
+def test_an_empty_store_that_shares_its_file_with_langgraph_takes_a_copy_and_a_hard_link_is_the_source(tmp_path):
+    from langgraph.store.sqlite import SqliteStore
+
+    source = tmp_path / "source.db"
+    ok("add", "one", "--id", "m1", db=str(source))
+    shared = tmp_path / "shared.db"
+    ok("init", db=str(shared))
+    with SqliteStore.from_conn_string(str(shared)) as app:
+        app.setup()
+        app.put(("users", "u1"), "tea", {"content": "Likes tea."})
+    assert run("copy", str(source), str(shared)).exit_code == 0
+    with MemoryStore(shared) as copied, sqlite3.connect(shared) as conn:
+        assert [row["id"] for row in copied.list()] == ["m1"]
+        assert conn.execute("SELECT key FROM store").fetchall() == [("tea",)]
+    conn.close()
+    link = tmp_path / "link.db"
+    os.link(source, link)
+    result = run("copy", str(source), str(link))
+    assert (result.exit_code, result.output) == (1, f"Error: {link} is the source store itself; copy into a new or empty store\n")

@@ -9,14 +9,11 @@ lifetime. Vectors (`store_vectors`) came from the app's own embedding function a
 carried: the memories wait for `memstore embeddings sync`.
 
 The source is opened read-only and left as it was: a PostgreSQL database in a READ ONLY
-transaction; a SQLite file with `mode=ro`, and `immutable=1` when it is in WAL mode with no `-wal`
-beside it (no connection has it open, so nothing is uncommitted: a WAL reader would otherwise
-create `-wal` and `-shm` files it cannot remove). A WAL file an application has open (its `-wal`
-is there) is read through that WAL, as any reader reads it: immutable would miss what is
-committed there; and if a `-wal` appears while an immutable read runs, it is read again so. Its
-`store` must be a table: a view's rows may never end (a recursive view), so a view is refused.
-Prefix and key are text, as LangGraph writes them; another type is the item's field error.
-Needs no LangGraph installed.
+transaction; a SQLite file with `mode=ro`, as immutable when no connection has it open
+(`memstore.db.read_only_uri`: no `-wal` or `-shm` is left beside it), read again through its WAL if
+one opened it meanwhile. Its `store` must be a table: a view's rows may never end (a recursive
+view), so a view is refused. Prefix and key are text, as LangGraph writes them; another type is
+the item's field error. Needs no LangGraph installed.
 """
 
 from __future__ import annotations
@@ -25,17 +22,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..db import database_url, shown_location, sqlite_driver
+from ..db import IMMUTABLE, database_url, read_only_uri, shown_location, sqlite_driver
 from ..errors import MemstoreError, ValidationError
 from ..item_values import memory_text
 from ..io import strict_json
 from .common import Read, SourceRecord, imported_id, moment_ms, require_shallow
-
-# The header of a SQLite file in WAL mode: bytes 18 and 19 (the write and read versions) are 2.
-_WAL_VERSIONS = b"\x02\x02"
 
 COLUMNS = ("prefix", "key", "value", "created_at", "updated_at", "expires_at", "ttl_minutes")
 # Older SqliteStore files predate the TTL columns: they are read as NULL there.
@@ -49,24 +43,7 @@ def _sqlite_path(source: str) -> Path:
     return path.resolve()
 
 
-def _wal_beside(path: Path) -> bool:
-    return Path(f"{path}-wal").exists()
-
-
-def _immutable(path: Path) -> bool:
-    """Whether `path` can be read as immutable: a WAL-mode file no connection has open (none of
-    its changes wait in a `-wal`). A file in rollback mode is read with its locks: `mode=ro`
-    creates no file beside it, and the locks keep a writer from changing pages under the read."""
-    with path.open("rb") as file:
-        header = file.read(20)
-    return header[18:20] == _WAL_VERSIONS and not _wal_beside(path)
-
-
-def _engine(source: str, *, immutable: bool):
-    if "://" in source:
-        return create_engine(database_url(source))
-    path = _sqlite_path(source)
-    uri = f"{path.as_uri()}?mode=ro{'&immutable=1' if immutable else ''}"
+def _sqlite_engine(uri: str):
     driver = sqlite_driver()
 
     def connect():
@@ -89,20 +66,19 @@ def _text_or_bytes(stored: bytes) -> str | bytes:
 def _rows(source: str) -> list[dict[str, Any]]:
     try:
         if "://" in source:
-            return _read_rows(source, immutable=False)
+            return _read_rows(source, create_engine(database_url(source)))
         path = _sqlite_path(source)
-        if not _immutable(path):
-            return _read_rows(source, immutable=False)
-        rows = _read_rows(source, immutable=True)
-        # A connection opened it while it was read: what it changes may be under the read.
-        return _read_rows(source, immutable=False) if _wal_beside(path) else rows
+        uri = read_only_uri(path)
+        rows = _read_rows(source, _sqlite_engine(uri))
+        if uri.endswith(IMMUTABLE) and Path(f"{path}-wal").exists():  # a connection opened it as it was read
+            rows = _read_rows(source, _sqlite_engine(read_only_uri(path, may_be_immutable=False)))
+        return rows
     except (SQLAlchemyError, ValueError, ImportError, OSError) as exc:  # named as the source's, not the target store's
         reason = getattr(exc, "orig", None) or exc
         raise MemstoreError(f"{shown_location(source)}: cannot read it as a LangGraph store: {reason}".splitlines()[0]) from None
 
 
-def _read_rows(source: str, *, immutable: bool) -> list[dict[str, Any]]:
-    engine = _engine(source, immutable=immutable)
+def _read_rows(source: str, engine: Engine) -> list[dict[str, Any]]:
     try:
         with engine.connect() as conn:
             if conn.dialect.name == "postgresql":
