@@ -267,3 +267,16 @@ def read_page(url: str, token: str, server: subprocess.Popen, attempts: int = 30
 def test_each_extra_starts_its_face_from_a_wheel_with_that_extra_alone(extra, builds, tmp_path, request):
     bin_dir = new_venv(builds["wheel"], tmp_path, extra)
     check_face(extra, bin_dir, tmp_path, request)
+
+
+def test_a_run_that_would_test_the_checkout_stops_at_once(tmp_path):
+    """The guard in tests/conftest.py: memstore imported from the checkout's source, not an install."""
+    program = (
+        f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r}); import memstore, pytest; "
+        f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:xdist', {str(REPO_ROOT / 'tests' / 'test_normalize.py')!r}]))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_TEST_EDITABLE"}
+    done = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert f"memstore is imported from the checkout ({REPO_ROOT / 'memstore'}), not from an installed wheel" in done.stdout + done.stderr
+    assert " passed" not in done.stdout
