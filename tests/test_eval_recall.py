@@ -1,6 +1,7 @@
-"""The recall evaluation of scripts/eval_recall.py, with the real model: the two labelled sets and
-LongMemEval's test slice (scripts/longmemeval.py; the script runs the whole test part), and the
-targets that hold on their test halves are asserted here. The figures are the script's own (it is
+"""The recall evaluation of scripts/eval_recall.py, with the real model: the two labelled sets,
+LongMemEval's test slice (scripts/longmemeval.py; the script runs the whole test part) and RealMem's
+(scripts/realmem.py; the script runs both test personas), and the targets that hold on their test
+halves are asserted here. The figures are the script's own (it is
 imported), computed once per test run."""
 
 from __future__ import annotations
@@ -22,10 +23,18 @@ def longmemeval_store(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def evaluation(model_dir, longmemeval_store):
+def realmem_store(tmp_path_factory):
+    """Where the evaluation builds RealMem's slice store (kept for the session)."""
+    return tmp_path_factory.mktemp("realmem") / "slice.db"
+
+
+@pytest.fixture(scope="session")
+def evaluation(model_dir, longmemeval_store, realmem_store):
     from scripts import eval_recall
 
-    return eval_recall.evaluate(model_dir, longmemeval_part="slice", longmemeval_store=longmemeval_store)
+    return eval_recall.evaluate(
+        model_dir, longmemeval_part="slice", longmemeval_store=longmemeval_store, realmem_part="slice", realmem_store=realmem_store
+    )
 
 
 def load(path):
@@ -129,3 +138,40 @@ def test_the_time_weight_sweep_gives_at_the_weight_in_the_code_what_recall_retur
     assert [point["time_weight"] for point in sweep] == longmemeval.TIME_GRID
     at_code = next(point for point in sweep if point["time_weight"] == TIME_WEIGHT)
     assert {key: value for key, value in at_code.items() if key != "time_weight"} == evaluation["longmemeval"]["figures"]["hybrid"]
+
+
+def test_the_realmem_split_is_by_persona_and_the_slice_is_its_rule_s():
+    from scripts import realmem
+
+    split = realmem.split()
+    assert (len(split["tune"]), len(split["test"])) == (3, 2) and not set(split["tune"]) & set(split["test"])
+    memories, queries = realmem.load("slice")
+    persona = realmem.slice_persona()
+    assert persona in split["test"]
+    # The slice is every memory of one test persona and the queries the rule picks, nothing else.
+    assert {m["namespace"] for m in memories} == {q["namespace"] for q in queries} == {persona}
+    assert len({m["id"] for m in memories}) == len(memories) >= 400
+    assert len(queries) >= 60 and all(realmem.in_slice(q["id"]) for q in queries)
+    assert all(q["expect_ids"] and set(q["expect_ids"]) <= {m["id"] for m in memories} for q in queries)
+    assert {q["category"] for q in queries} <= set(realmem.CATEGORIES)
+    if (realmem.DATA / "queries.jsonl").exists():  # the shared data beside the repository: the rule gives the slice
+        shared_memories, shared_queries = realmem.make_slice()
+        assert [m["id"] for m in shared_memories] == [m["id"] for m in memories]
+        assert [q["id"] for q in shared_queries] == [q["id"] for q in queries]
+
+
+def test_on_realmem_hybrid_recall_beats_every_other_ranking(evaluation):
+    """On RealMem's test slice (a persona never tuned on; the query is the user's message): hybrid
+    any@5 (a labelled memory among the top 5) leads the best of full text, vectors and plain BM25 by
+    0.03, and no other ranking holds more of the labelled memories in its top 5 or top 10."""
+    entry = evaluation["realmem"]
+    assert entry["part"] == "slice" and entry["queries"] == 66 and entry["memories"] == 443
+    figures = {method: values["all"] for method, values in entry["figures"].items()}
+    others = ("lexical", "semantic", "plain_bm25")
+    assert figures["hybrid"]["any@5"] >= max(figures[m]["any@5"] for m in others) + 0.03 - 1e-9, figures
+    for figure in ("share@5", "any@10", "share@10"):
+        assert figures["hybrid"][figure] >= max(figures[m][figure] for m in others), (figure, figures)
+    assert evaluation["targets"]["realmem: hybrid any@5 >= best of lexical, semantic and plain BM25 + 0.03"]
+    # Every category is reported, for every method.
+    assert len({tuple(groups) for groups in entry["figures"].values()}) == 1
+    assert {"Dynamic Incremental", "Dynamic Updating"} <= set(entry["figures"]["hybrid"])
