@@ -38,7 +38,7 @@ from .semantic.vectors import count_pending, model_of
 # Rows read from the store and written to the scratch store per batch.
 BATCH_ROWS = 2_000
 # Phases a preview does not run, and why (the report lists them as skipped).
-NOT_PREVIEWED = {"check": "not run by a preview (it writes on SQLite): the run does, or memstore check"}
+NOT_PREVIEWED = {"check": "not run by a preview (its full-text test is a write on SQLite): the run checks first and changes nothing if the store has a problem"}
 
 
 def _namespace_rows(namespace: str) -> dict[str, Select]:

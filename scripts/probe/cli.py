@@ -21,7 +21,7 @@ from typing import Callable
 import scripts.probe
 from scripts import REPO
 
-from . import inputs, runs
+from . import inputs, runs, web_doors
 from . import listeners as http
 from . import vector_files
 from .common import Backend, Tally
@@ -72,6 +72,16 @@ PROBES: dict[str, tuple[str, str, tuple[str, ...], Callable[[Ctx, Tally], list[T
                    lambda c, t: http.probe_other_namespaces(t, c.work, c.backend, c.copy("scoped"))),
     "web": (BAD, "`memstore web --namespace a`: token variants, rebinding Host, no form field, b's ids and runs", BOTH,
             lambda c, t: http.probe_web(t, c.work, c.backend, c.copy("web"))),
+    "web-scope": (BAD, "`memstore web --namespace a`: maintain's preview and run, the overview, a run over every namespace, b's text broken", BOTH,
+                  lambda c, t: web_doors.probe_web_scope(t, c.work, c.backend, c.backend.new("web-scope"))),
+    "web-read-only": (CONCURRENT, "`memstore web --read-only`: GET /maintain beside a writer holding the store, an add beside a preview", BOTH,
+                      lambda c, t: web_doors.probe_web_read_only(t, c.work, c.backend, c.copy("web-read-only", c.bases.pending))),
+    "web-cookie": (BAD, "the web cookie (session value, name, flags, after a restart); redirects to //host, /\\host, tab, CR/LF", SQLITE,
+                   lambda c, t: web_doors.probe_web_cookie(t, c.work, c.backend, c.copy("web-cookie"))),
+    "web-numbers": (BAD, "web addresses and forms past 64 bits: run ids, cursors, moments, importance --3", BOTH,
+                    lambda c, t: web_doors.probe_web_numbers(t, c.work, c.backend, c.backend.new("web-numbers"))),
+    "web-bidi": (BAD, "bidi controls (12 kinds) in ids and namespaces on every page that shows them", BOTH,
+                 lambda c, t: web_doors.probe_web_bidi(t, c.work, c.backend, c.backend.new("web-bidi"))),
     "vectors": (BAD, "odd vectors in `import`: widths, other model, NaN, 1e400, 400 digits, empty, wrong types", BOTH,
                 lambda c, t: needs_model(c, t) and inputs.probe_odd_vectors(t, c.work, c.backend, c.copy("vectors", c.bases.enabled_empty), c.bases.vectors_file)),
     "deep-meta": (BAD, "meta nested 100,000 deep (import, add, LangGraph)", BOTH, lambda c, t: inputs.probe_deep_meta(t, c.work, c.backend, c.copy("deep"))),
