@@ -21,11 +21,12 @@ from .schema import FLAG_STATUSES
 from .schema import contradiction_flags as flags
 from .validate import require_int, require_moment
 
-# How a page of flags is ordered, each ending in id: the newest raised first, the highest cosine
-# first, or the oldest first.
+# How a page of flags is ordered, each ending in id: the newest raised first, the surest first (the
+# contradict phase's confidence, then the cosine; a flag raised before revision 0014 has none and
+# comes last), or the oldest first.
 FLAG_SORTS = {
     "newest": (flags.c.flagged_at.desc(), flags.c.id.desc()),
-    "strongest": (flags.c.similarity.desc(), flags.c.flagged_at.desc(), flags.c.id.desc()),
+    "strongest": (flags.c.confidence.desc().nulls_last(), flags.c.similarity.desc(), flags.c.flagged_at.desc(), flags.c.id.desc()),
     "oldest": (flags.c.flagged_at, flags.c.id),
 }
 # Flags on a page unless asked otherwise, and at most.

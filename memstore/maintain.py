@@ -35,6 +35,7 @@ from .recall import CheckRanking, Recall
 from .recall_checks import run_checks
 from .runs import drop_empty_run, group_finish, group_phase, insert_run
 from .semantic.phases import contradict_in_transaction, semantic_in_transaction
+from .semantic.statements import RESOLVE_AT
 from .semantic.vectors import model_of
 from .validate import require_capacity, require_days, require_fraction
 
@@ -117,6 +118,9 @@ class Options:
     # Whether the semantic phases embed what waits for a vector first (a preview does not: it only
     # reads, memstore.maintain_preview; the waiting memories are left out of its comparisons).
     embed: bool = True
+    # Whether the contradict phase supersedes the older side of each flag it raises at confidence
+    # RESOLVE_AT or above (`maintain --resolve-updates`; off by default: nothing is removed unasked).
+    resolve_updates: bool = False
 
     def __post_init__(self) -> None:
         # Checked before any phase runs: each phase commits on its own.
@@ -232,7 +236,8 @@ def _phase_contradict(context: Context, conn: Connection, result: PhaseResult, n
     options = context.options
     if options.dry_run and options.embed:
         context.embeddings.sync(conn=conn)
-    report = contradict_in_transaction(conn, options.namespace, now, dry_run=options.dry_run, **_thresholds(options))
+    resolve_at = RESOLVE_AT if options.resolve_updates else None
+    report = contradict_in_transaction(conn, options.namespace, now, dry_run=options.dry_run, resolve_at=resolve_at, **_thresholds(options))
     _job_result(conn, result, report)
 
 

@@ -236,6 +236,11 @@ contradiction_flags = Table(
     # How it was settled (revision 0012): the archive reason of the side that left (FLAG_VERDICTS),
     # or "dismissed"; NULL while open.
     Column("verdict", Text),
+    # How sure the contradict phase is that the pair states two values of one attribute (0..1,
+    # memstore.semantic.statements), and what in the texts showed the change ("a number differs:
+    # 100 vs 500"); `reason` reads "subject: old → new". Revision 0014; NULL for older flags.
+    Column("confidence", Float),
+    Column("signal", Text),
     UniqueConstraint("older_id", "newer_id"),
     CheckConstraint(_in("status", FLAG_STATUSES), name="status_known"),
 )

@@ -386,14 +386,16 @@ class MemoryStore:
         capacity: int | None = None, checks: Sequence[Mapping[str, str]] | None = None, k: int = CHECK_K,
         dry_run: bool = False, duplicate_at: float | None = None, related_at: float | None = None,
         stale_threshold: float = STALE_THRESHOLD, min_age_days: int = MIN_AGE_DAYS, check_mode: str | None = None,
-        stale: bool = False,
+        stale: bool = False, resolve_updates: bool = False,
     ) -> MaintainReport:
         """Run the maintenance phases (default: all of check, expire, dedup, semantic, contradict, stale,
         evict, verify) in that order, each one transaction and one run if it changed something; the
-        stale phase archives only with `stale=True` (else it is skipped); see memstore.maintain."""
+        stale phase archives only with `stale=True` (else it is skipped); with `resolve_updates` the
+        contradict phase supersedes the older side of its surest flags; see memstore.maintain."""
         from .maintain import Options, maintain, parse_phases
 
-        options = Options(namespace, capacity, checks, k, dry_run, duplicate_at, related_at, stale_threshold, min_age_days, check_mode, stale)
+        options = Options(namespace, capacity, checks, k, dry_run, duplicate_at, related_at, stale_threshold, min_age_days, check_mode, stale,
+                          resolve_updates=resolve_updates)  # fmt: skip
         return maintain(self.engine, self.embeddings, self.recaller, parse_phases(phases), options, now_ms)
 
     def maintain_preview(self, phases: Sequence[str] | None = None, *, namespace: str = DEFAULT_NAMESPACE, stale: bool = False) -> MaintainReport:

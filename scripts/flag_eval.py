@@ -114,6 +114,8 @@ def labelled_pairs(pairs: list[dict[str, Any]], cosines: list[float]) -> dict[st
     from memstore.semantic.pairs import classify
 
     chosen = [(p, c) for p, c in zip(pairs, cosines) if p["label"] == "contradiction"]
+    others = [(p, c) for p, c in zip(pairs, cosines) if p["label"] != "contradiction"]
+    duplicates = [(p, c) for p, c in others if p["label"] == "duplicate"]
     before = sum(classify(p["a"], p["b"], c).kind == "contradiction" for p, c in chosen)
     after = [(p, c) for p, c in chosen if c >= statements.CANDIDATE_AT and (f := statements.conflict(p["a"], p["b"])) is not None and f.confidence >= statements.FLAG_AT]
     flagged_ids = {id(p) for p, _ in after}
@@ -122,8 +124,12 @@ def labelled_pairs(pairs: list[dict[str, Any]], cosines: list[float]) -> dict[st
         "flagged_before": before,
         "flagged": len(after),
         "merged": sum(merges(p["a"], p["b"], c, DUPLICATE_AT, RELATED_AT) for p, c in chosen),
+        "duplicates": len(duplicates),
+        "duplicates_merged_before": sum(classify(p["a"], p["b"], c).kind == "duplicate" for p, c in duplicates),
+        "duplicates_merged": sum(merges(p["a"], p["b"], c, DUPLICATE_AT, RELATED_AT) for p, c in duplicates),
         "not_flagged": [{"a": p["a"], "b": p["b"], "cosine": round(c, 3)} for p, c in chosen if id(p) not in flagged_ids],
-        "paraphrases_flagged": None,
+        "others": len(others),
+        "others_flagged": sum(c >= statements.CANDIDATE_AT and (f := statements.conflict(p["a"], p["b"])) is not None and f.confidence >= statements.FLAG_AT for p, c in others),
     }
 
 
@@ -134,6 +140,7 @@ def evaluate(embedder, half: str = "test") -> dict[str, Any]:
     pairs = stream_candidates(embedder, streams)
     report = {"half": half, "streams": len(streams), "memories": sum(len(s["memories"]) for s in streams),
               "candidate_pairs": sum(p["cosine"] >= statements.CANDIDATE_AT for p in pairs), "flag_at": statements.FLAG_AT,
+              "candidate_at": statements.CANDIDATE_AT,
               "resolve_at": statements.RESOLVE_AT, "streams_figures": figures(pairs),
               "at_resolve": {k: v for k, v in figures(pairs, statements.RESOLVE_AT).items() if k not in ("false", "missed")},
               "sweep": by_confidence(pairs), "longmemeval": longmemeval(embedder, half)}  # fmt: skip
@@ -146,10 +153,15 @@ def evaluate(embedder, half: str = "test") -> dict[str, Any]:
     return report
 
 
-def meets(report: dict[str, Any]) -> dict[str, bool]:
+def meets(report: dict[str, Any], pair_flags: dict[str, Any]) -> dict[str, bool]:
+    """The issue's targets: on the streams' half, flag precision and recall; no gold contradiction
+    (streams, LongMemEval, labelled pairs) merged; on the labelled pairs, at most one contradiction
+    fewer flagged than by the classifier alone."""
     f = report["streams_figures"]
     return {
-        "precision": f["precision"] >= TARGETS["precision"],
-        "recall": f["recall"] >= TARGETS["recall"],
-        "no contradiction merged": f["gold_merged"] == 0 and report["longmemeval"]["merged"] == 0,
+        f"flag precision >= {TARGETS['precision']}": f["precision"] >= TARGETS["precision"],
+        f"flag recall >= {TARGETS['recall']}": f["recall"] >= TARGETS["recall"],
+        "no contradiction merged": f["gold_merged"] == 0 and report["longmemeval"]["merged"] == 0 and pair_flags["merged"] == 0,
+        "labelled contradictions flagged: at most one fewer": pair_flags["flagged"] >= pair_flags["flagged_before"] - 1,
+        f"LongMemEval updates flagged >= {TARGETS['recall']}": report["longmemeval"]["recall"] >= TARGETS["recall"],
     }

@@ -2,6 +2,11 @@
 
     .venv/bin/python -m scripts.semantic_eval [--model DIR] [--json] [--tune] [--misses] [--half test|tune|all]
 
+Then the contradiction flags (scripts/flag_eval.py): precision and recall on the labelled streams
+(tests/data/flag_streams.jsonl, split by stream in tests/data/flag_streams_split.json), recall on
+LongMemEval's knowledge updates (tests/data/flag_longmemeval.jsonl), and on the pairs above the
+contradictions the flag rule still flags next to the classifier alone, and none merged.
+
 memstore's classifier next to the plain rule (merge at cosine >= 0.90, flag a possible
 contradiction at 0.65 <= cosine < 0.90, as the specification's maintenance cycle does):
 contradictions merged, related-but-distinct pairs merged, duplicates merged, contradictions
@@ -29,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from memstore.semantic import pairs as classifier
-from scripts import REPO
+from scripts import REPO, flag_eval
 
 DATA = REPO / "tests" / "data"
 PAIRS_FILE = DATA / "semantic_pairs.jsonl"
@@ -238,6 +243,52 @@ def print_text(report: dict[str, Any], *, show_misses: bool = False) -> None:
             )
 
 
+def print_flags(report: dict[str, Any], *, show_misses: bool = False) -> None:
+    flags, pair_flags = report["flags"], report["pair_flags"]
+    f = flags["streams_figures"]
+    print()
+    print(f"Contradiction flags, {flags['half']} half: {flags['streams']} streams, {flags['memories']} memories, {flags['candidate_pairs']} pairs at cosine >= "
+          f"{flags['candidate_at']}, flag at confidence >= {flags['flag_at']} (tests/data/flag_streams.jsonl)")
+    print()
+    print(f"| {'streams':<10} | {'flags':>5} | {'true':>4} | {'gold':>4} | {'precision':>9} | {'recall':>6} |")
+    print(f"|{'-' * 12}|{'-' * 7}|{'-' * 6}|{'-' * 6}|{'-' * 11}|{'-' * 8}|")
+    for name, row in [*flags["by_kind"].items(), ("all", f)]:
+        print(f"| {name:<10} | {row['flags']:>5} | {row['true']:>4} | {row['gold']:>4} | {row['precision']:>9.3f} | {row['recall']:>6.3f} |")
+    print()
+    print(f"gold pairs under the cosine floor: {f['gold_under_floor']}; gold pairs the semantic phase would merge: {f['gold_merged']}")
+    resolve = flags["at_resolve"]
+    print(f"at confidence >= {flags['resolve_at']} (maintain --resolve-updates): {resolve['flags']} flags, precision {resolve['precision']:.3f}, recall {resolve['recall']:.3f}")
+    lme = flags["longmemeval"]
+    print(f"LongMemEval knowledge updates ({flags['half']} half): {lme['flagged']} of {lme['updates']} flagged (recall {lme['recall']:.3f}); "
+          f"{lme['candidates']} at cosine >= {flags['candidate_at']}; {lme['merged']} would be merged")
+    print(f"Labelled pairs ({report['half']} half): the flag rule flags {pair_flags['flagged']} of {pair_flags['contradictions']} contradictions "
+          f"(the classifier alone {pair_flags['flagged_before']}); {pair_flags['merged']} merged; "
+          f"{pair_flags['others_flagged']} of {pair_flags['others']} paraphrases and related pairs flagged; the semantic phase merges "
+          f"{pair_flags['duplicates_merged']} of {pair_flags['duplicates']} paraphrases (the classifier alone {pair_flags['duplicates_merged_before']})")
+    print()
+    for name, ok in report["flag_targets"].items():
+        print(f"target {name}: {'met' if ok else 'NOT MET'}")
+    if show_misses:
+        for label, rows in (("false flags", f["false"]), ("missed", f["missed"])):
+            print()
+            print(f"Streams, {label} ({len(rows)}):")
+            for row in rows:
+                print(f"  {row['cosine']:.3f} {row['older']} | {row['newer']} -> {row['reason']} ({row['confidence']})")
+        print()
+        print("LongMemEval updates:")
+        for row in lme["rows"]:
+            print(f"  {row['question_id']} {row['cosine']:.3f} {'flagged' if row['flagged'] else 'missed '} {row['reason'] or ''}")
+        print()
+        print("Labelled contradictions the flag rule does not flag:")
+        for row in pair_flags["not_flagged"]:
+            print(f"  {row['cosine']:.3f} {row['a']} | {row['b']}")
+    if "sweep" in flags and report.get("tuning") is not None:
+        print()
+        print(f"Flags by confidence on the {flags['half']} half (at: flags, precision, recall):")
+        for row in flags["sweep"]:
+            print(f"  {row['at']:.2f}: {row['flags']}, {row['precision']:.3f}, {row['recall']:.3f}")
+
+
 def evaluate(model_dir: Path, *, tune: bool = False, half: str = "test") -> dict[str, Any]:
     """The report on `half` ("test", the result; "tune"; or "all"), and with `tune` how DUPLICATE_AT
     was chosen."""
@@ -261,6 +312,9 @@ def evaluate(model_dir: Path, *, tune: bool = False, half: str = "test") -> dict
     }
     if tune:
         report["tuning"] = {"duplicate_at": tune_duplicate_at(pairs, cosines)}
+    report["flags"] = flag_eval.evaluate(embedder, half)
+    report["pair_flags"] = flag_eval.labelled_pairs([p for p, _ in chosen], [c for _, c in chosen])
+    report["flag_targets"] = flag_eval.meets(report["flags"], report["pair_flags"])
     return report
 
 
@@ -277,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report))
     else:
         print_text(report, show_misses=args.misses)
-    return 0 if all(report["pair_targets"].values()) else 1
+        print_flags(report, show_misses=args.misses)
+    return 0 if all(report["pair_targets"].values()) and all(report["flag_targets"].values()) else 1
 
 
 if __name__ == "__main__":

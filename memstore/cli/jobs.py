@@ -93,12 +93,13 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
 @click.option("--min-age-days", type=int64(0), default=MIN_AGE_DAYS, show_default=True)
 @click.option("--stale", is_flag=True, help="Let the stale phase archive idle memories (without it the phase is skipped).")
 @checks_options("Recall checks (JSON list of {query, expect_id}) for the verify phase, which runs after the others have committed: a failure exits 1 and holds nothing back (restore --run N undoes a phase).")
+@click.option("--resolve-updates", is_flag=True, help="Let contradict supersede the older side of each flag it raises at the confidence docs/semantic.md justifies (one run; restore undoes it).")
 @click.option("--fail-on-new-flags", is_flag=True, help="Exit 1 when the run raised contradiction flags (for cron: a person has something to settle).")
 @all_archived_option
 @json_option
 @click.pass_context
 def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicate_at, related_at, stale_threshold,
-             min_age_days, stale, checks, k, mode, fail_on_new_flags, show_all, as_json) -> None:  # fmt: skip
+             min_age_days, stale, checks, k, mode, resolve_updates, fail_on_new_flags, show_all, as_json) -> None:  # fmt: skip
     """Run the maintenance phases: check, expire, dedup, semantic, contradict, stale, evict, verify.
 
     In that order, each one transaction and one run; a phase that changes nothing records
@@ -120,7 +121,7 @@ def maintain(ctx, phases, namespace, all_namespaces, capacity, dry_run, duplicat
         None if phases is None else [name.strip() for name in phases.split(",") if name.strip()],
         namespace=namespace, capacity=capacity, checks=read_checks_file(checks), k=k, dry_run=dry_run,
         duplicate_at=duplicate_at, related_at=related_at, stale_threshold=stale_threshold, min_age_days=min_age_days,
-        check_mode=mode, stale=stale,
+        check_mode=mode, stale=stale, resolve_updates=resolve_updates,
     )  # fmt: skip
     print_json(report.to_dict()) if as_json else print_maintain(ctx, report, show_all)
     if not report.ok or (fail_on_new_flags and not dry_run and report.new_flags):

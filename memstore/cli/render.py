@@ -187,12 +187,14 @@ def print_maintain(ctx: click.Context, report, show_all: bool = False) -> None:
             echo(f"    ... and {len(phase.archived) - len(shown)} more (--all lists every one, --json too)")
         for flag in phase.flags:
             number = "" if flag["id"] is None else f"flag {flag['id']}: "
-            echo(f"    {number}flagged {flag['a']} vs {flag['b']} (newer) cosine {flag['similarity']:.3f}: {flag['reason']}")
+            confidence = "" if flag.get("confidence") is None else f"confidence {flag['confidence']:.2f}, "
+            settled = "; resolved: the older one superseded (--resolve-updates)" if flag.get("resolved") else ""
+            echo(f"    {number}{flag['reason']} ({confidence}cosine {flag['similarity']:.3f}){settled}")
             echo(f"        {flag['a']}: {short(flag.get('a_text'))}")
             echo(f"        {flag['b']}: {short(flag.get('b_text'))}")
     if getattr(report, "run_id", None) is not None:
         echo(f"undo this whole maintain with: {command(ctx, f'restore --run {report.run_id}')} (each phase's run alone: restore --run N)")
-    new = report.new_flags
+    new = [flag for flag in report.new_flags if not flag.get("resolved")]
     if new and not report.dry_run:
         echo(f"{plural(len(new), 'new contradiction flag', 'new contradiction flags')} to settle ({command(ctx, 'flags')} shows both texts):")
         for flag in new:

@@ -78,7 +78,8 @@ WORD_NUMBERS = {
         "sixteen seventeen eighteen nineteen twenty".split()
     )
 } | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
-     "hundred": 100, "thousand": 1000, "million": 1_000_000, "noon": 12, "midnight": 0}  # fmt: skip
+     "hundred": 100, "thousand": 1000, "million": 1_000_000, "noon": 12, "midnight": 0,
+     "once": 1, "twice": 2, "thrice": 3}  # fmt: skip
 
 # Digits not glued to a word before them (so "sha256", "api2" are names, not numbers), with an
 # optional "v" (a version) and an optional am/pm (a time). "1,000" is one number, "2025-03-01" three.

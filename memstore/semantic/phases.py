@@ -25,6 +25,7 @@ from ..schema import contradiction_flags, memories, memory_vectors, unexpired
 from ..schema import consolidation_runs as runs
 from .pairs import DUPLICATE_AT, RELATED_AT, classify
 from .embed import from_blobs
+from .statements import CANDIDATE_AT, FLAG_AT, conflict, merges
 from .vectors import FLOAT32_SLACK, EmbeddingModel, live_vectors, newest_embedding, require_model
 
 # Rows of new vectors compared with the whole namespace per matrix product (bounds memory).
@@ -45,12 +46,16 @@ class FlagEntry:
     older: str
     newer: str  # probably current
     similarity: float
-    reason: str
+    reason: str  # "subject: old → new"
     namespace: str
     id: int | None = None  # the flag's id (None in a dry run, which keeps none)
+    confidence: float | None = None
+    signal: str | None = None  # what in the texts showed the change
+    resolved: bool = False  # the older side was superseded by this run (--resolve-updates)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "a": self.older, "b": self.newer, "similarity": self.similarity, "reason": self.reason, "namespace": self.namespace}
+        return {"id": self.id, "a": self.older, "b": self.newer, "similarity": self.similarity, "reason": self.reason,
+                "namespace": self.namespace, "confidence": self.confidence, "signal": self.signal, "resolved": self.resolved}  # fmt: skip
 
 
 @dataclass
@@ -189,6 +194,18 @@ def _live_rows(conn: Connection, ids: set[str]) -> dict[str, dict[str, Any]]:
     return {row.id: dict(row._mapping) for row in rows_in(conn, select(memories), memories.c.id, sorted(ids))}
 
 
+def _candidates(
+    conn: Connection, report: SemanticReport, run_id: int, model: EmbeddingModel, namespace: str, floor: float, now: int
+) -> tuple[list[Pair], dict[str, dict[str, Any]]]:
+    """The candidate pairs of `namespace` at cosine >= floor new since the last run of the report's
+    kind, and their rows; counts them into the report."""
+    since = _marks(conn, report.kind, namespace, run_id)
+    pairs, compared = candidate_pairs(conn, model, namespace, since, floor, now)
+    report.compared += compared
+    report.pairs += len(pairs)
+    return pairs, _live_rows(conn, {p.a for p in pairs} | {p.b for p in pairs})
+
+
 def _classified(
     conn: Connection,
     report: SemanticReport,
@@ -201,11 +218,7 @@ def _classified(
 ) -> Iterator[tuple[Pair, str, str, dict, dict]]:
     """The candidate pairs of `namespace` new since the last run of the report's kind, each with the
     classifier's verdict and both rows; counts them into the report."""
-    since = _marks(conn, report.kind, namespace, run_id)
-    pairs, compared = candidate_pairs(conn, model, namespace, since, related_at, now)
-    report.compared += compared
-    report.pairs += len(pairs)
-    rows = _live_rows(conn, {p.a for p in pairs} | {p.b for p in pairs})
+    pairs, rows = _candidates(conn, report, run_id, model, namespace, related_at, now)
     for pair in pairs:
         verdict = classify(rows[pair.a]["text"], rows[pair.b]["text"], pair.similarity, duplicate_at=duplicate_at, related_at=related_at)
         yield pair, verdict.kind, verdict.reason, rows[pair.a], rows[pair.b]
@@ -254,6 +267,8 @@ def semantic_in_transaction(
         for pair, kind, _, row_a, row_b in _classified(conn, report, run_id, model, each, duplicate_at, related_at, now):
             if kind != "duplicate" or pair.a in lost or pair.b in lost:
                 continue
+            if not merges(row_a["text"], row_b["text"], pair.similarity, duplicate_at, related_at):
+                continue  # the same words around another value of one attribute: never merged
             winner, loser = sorted((row_a, row_b), key=stage1_order)
             if loser["pinned"]:
                 continue  # pinned memories are never archived
@@ -282,37 +297,76 @@ def contradict_in_transaction(
     duplicate_at: float = DUPLICATE_AT,
     related_at: float = RELATED_AT,
     dry_run: bool = False,
+    flag_at: float = FLAG_AT,
+    resolve_at: float | None = None,
 ) -> SemanticReport:
-    """Flag the pairs the classifier calls a contradiction, for a person to resolve (`supersede`) or
-    dismiss; a pair flagged once (whatever became of the flag, unless the run that raised it was
-    restored) is not flagged again. A flag follows its memories (memstore.flag_lifecycle): an
-    updated side's flag is on its new version already, so the new version's pair is known."""
+    """Flag the pairs that state two values of one attribute of one subject (`statements.conflict`
+    at confidence >= flag_at), for a person to resolve (`supersede`) or dismiss; each flag's reason
+    reads "subject: old → new". Pairs are looked at from cosine CANDIDATE_AT (or related_at when
+    lower), new since the last contradict run. A pair flagged once (whatever became of the flag,
+    unless the run that raised it was restored) is not flagged again. A flag follows its memories
+    (memstore.flag_lifecycle): an updated side's flag is on its new version already.
+
+    With `resolve_at` (`maintain --resolve-updates`), the older side of each flag raised at that
+    confidence or above is archived as `superseded` by the newest side that stays, in this same
+    run, which one `restore` undoes (a pinned memory is never archived)."""
     report, run_id, counts, model = _begin(conn, "contradict", namespace, now, duplicate_at, related_at, dry_run)
+    floor = min(related_at, CANDIDATE_AT)
+    report.params.update({"candidate_at": floor, "flag_at": flag_at, **({"resolve_at": resolve_at} if resolve_at is not None else {})})
     for each in _namespaces(conn, namespace):
-        for pair, kind, reason, row_a, row_b in _classified(conn, report, run_id, model, each, duplicate_at, related_at, now):
-            if kind != "contradiction":
-                continue
-            older, newer = sorted((row_a, row_b), key=lambda row: (row["timestamp"], row["id"]))
-            # Either order: a flag moved by an update keeps its pair ordered by time, which an
-            # explicit timestamp may have put the other way round.
-            known = conn.execute(
-                select(contradiction_flags.c.id).where(
-                    or_(
-                        and_(contradiction_flags.c.older_id == older["id"], contradiction_flags.c.newer_id == newer["id"]),
-                        and_(contradiction_flags.c.older_id == newer["id"], contradiction_flags.c.newer_id == older["id"]),
-                    )
-                )
-            ).first()
-            if known is not None:
+        pairs, rows = _candidates(conn, report, run_id, model, each, floor, now)
+        raised: list[FlagEntry] = []
+        for pair in pairs:
+            older, newer = sorted((rows[pair.a], rows[pair.b]), key=lambda row: (row["timestamp"], row["id"]))
+            found = conflict(older["text"], newer["text"])
+            if found is None or found.confidence < flag_at or _known(conn, older["id"], newer["id"]):
                 continue
             flag_id = conn.execute(
                 insert(contradiction_flags).values(
                     namespace=each, older_id=older["id"], newer_id=newer["id"], similarity=pair.similarity,
-                    reason=reason, status="open", run_id=run_id, flagged_at=now,
+                    reason=found.reason, confidence=found.confidence, signal=found.signal, status="open", run_id=run_id, flagged_at=now,
                 ).returning(contradiction_flags.c.id)
             ).scalar_one()  # fmt: skip
-            report.flags.append(FlagEntry(older["id"], newer["id"], pair.similarity, reason, each, None if dry_run else flag_id))
+            raised.append(FlagEntry(older["id"], newer["id"], pair.similarity, found.reason, each, None if dry_run else flag_id, found.confidence, found.signal))
+        if resolve_at is not None:
+            _resolve(conn, [entry for entry in raised if entry.confidence >= resolve_at], rows, run_id, now)
+        report.flags += raised
+    # Strongest first: what a person reads first, and what --resolve-updates settles.
+    report.flags.sort(key=lambda entry: (-(entry.confidence or 0.0), entry.namespace, entry.older, entry.newer))
     if report.flags:  # what `memstore runs` says it did, even once restored (which takes the flags away)
         report.params["flagged"] = len(report.flags)
+        resolved = sum(entry.resolved for entry in report.flags)
+        if resolved:
+            report.params["resolved"] = resolved
         conn.execute(update(runs).where(runs.c.id == run_id).values(params=report.params))
     return finish_run(conn, report, run_id, counts)
+
+
+def _known(conn: Connection, older: str, newer: str) -> bool:
+    """Was this pair flagged before? Either order: a flag moved by an update keeps its pair ordered
+    by time, which an explicit timestamp may have put the other way round."""
+    flags = contradiction_flags
+    return (
+        conn.execute(
+            select(flags.c.id).where(
+                or_(and_(flags.c.older_id == older, flags.c.newer_id == newer), and_(flags.c.older_id == newer, flags.c.newer_id == older))
+            )
+        ).first()
+        is not None
+    )
+
+
+def _resolve(conn: Connection, chosen: list[FlagEntry], rows: dict[str, dict[str, Any]], run_id: int, now: int) -> None:
+    """Archive the older side of each chosen flag as superseded by the newest memory its change
+    leads to (A -> B -> C: A and B by C); a pinned side stays, and stops the walk."""
+    leaving = {entry.older for entry in chosen if not rows[entry.older]["pinned"]}
+    newest: dict[str, str] = {}
+    for entry in sorted(chosen, key=lambda entry: (rows[entry.newer]["timestamp"], entry.newer)):
+        newest[entry.older] = entry.newer
+    for old in sorted(leaving):
+        by = newest[old]
+        while by in leaving:
+            by = newest[by]
+        archive_ids(conn, [old], "superseded", by, run_id, now)
+    for entry in chosen:
+        entry.resolved = entry.older in leaving

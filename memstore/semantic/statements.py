@@ -121,6 +121,7 @@ class Statement:
     subject: str  # as written ("Dana's manager"); "" when the clause starts with its verb
     relation: str  # as written ("is", "lives in", "does not prefer")
     value: str  # as written, change words and a trailing scope left out
+    scope: str  # the trailing scope as written ("for enterprise customers")
     subject_key: frozenset[str]
     relation_key: frozenset[str]  # the relation's verbs, stemmed, auxiliaries left out
     value_key: frozenset[str]
@@ -294,12 +295,14 @@ def _statement(
         subject=shown_subject or " ".join(w.rstrip(",") for w in subject if _plain(w) not in CHANGE_WORDS),
         relation=" ".join(w.rstrip(",") for w in relation if _plain(w) not in CHANGE_WORDS),
         value=" ".join(w for w in shown).rstrip(",") or " ".join(value).rstrip(","),
+        scope=" ".join(w for w in scope if _plain(w) not in CHANGE_WORDS).rstrip(","),
         subject_key=_key(subject),
         relation_key=frozenset(
             SYNONYMS.get(_lemma(w), _lemma(w)) for w in map(_plain, relation)
             if w not in AUXILIARIES and w not in CHANGE_WORDS and not is_negation(w) and w not in PREPOSITIONS and w not in ("n't", "no", "longer")
         ),
-        multi_valued=any(_lemma(w) in MULTI_VALUED for w in map(_plain, relation)),
+        # A source is one ("reads its settings from config.yaml"), whatever the verb.
+        multi_valued=any(_lemma(w) in MULTI_VALUED for w in map(_plain, relation)) and not (relation and _plain(relation[-1]) == "from"),
         value_key=_key(value),
         scope_key=frozenset(w for w in _key(scope) if not any(ch.isdigit() for ch in w)),
         negated=negated,
@@ -381,7 +384,7 @@ def conflict(text_a: str, text_b: str, *, for_merge: bool = False) -> Conflict |
         confidence += 0.05
     if state:
         return Conflict(a.subject or b.subject, _state_shown(a), _state_shown(b), round(min(confidence, 0.99), 2), signal)
-    return Conflict(_subject_shown(a, b), _value_shown(a), _value_shown(b), round(min(confidence, 0.99), 2), signal)
+    return Conflict(_subject_shown(a, b), _value_shown(a, b), _value_shown(b, a), round(min(confidence, 0.99), 2), signal)
 
 
 def _copular(statement: Statement) -> bool:
@@ -410,8 +413,10 @@ def _subject_shown(a: Statement, b: Statement) -> str:
     return f"{subject} {relation}".strip()
 
 
-def _value_shown(statement: Statement) -> str:
+def _value_shown(statement: Statement, other: Statement | None = None) -> str:
     value = statement.value or "(nothing)"
+    if other is not None and statement.value_key == other.value_key and statement.scope:
+        value = f"{value} {statement.scope}"  # "my Fitbit for 6 months" / "... for 9 months"
     return f"not {value}" if statement.negated else value
 
 
