@@ -148,7 +148,6 @@ def test_a_reviewer_works_through_an_agents_store(browser, agent, shots):
     # The overview details the largest namespace and gives the store's totals.
     assert page.get_by_role("heading", name="Namespace assistant").is_visible()
     assert "300 open flags" in page.locator("p.totals").inner_text()
-    page.screenshot(path=shots / "web-overview.png", full_page=True)
 
     # 300 open flags over two namespaces, 20 to a page.
     page.get_by_role("navigation").get_by_role("link", name="Flags", exact=True).click()
@@ -184,7 +183,14 @@ def test_a_reviewer_works_through_an_agents_store(browser, agent, shots):
     assert query_of(page.url)["sort"] == ["oldest"]
     assert store.flag_page(None, status="open")["total"] == 300 - 20 - 2
 
-    # 3. An archived memory found by search, and brought back alone.
+    # 3. Search across every namespace: texts first, a rank and a bar, the namespace of each.
+    page.goto(f"{server.base}/memories?q=when+is+the+budget+review&namespace=")
+    rows = page.locator("table.search tbody tr")
+    assert rows.count() == 20 and rows.first.locator("td.rank").inner_text().startswith("#1")
+    assert "budget" in rows.first.inner_text() and "assistant" in rows.first.inner_text()
+    page.screenshot(path=shots / "web-search.png", full_page=False)
+
+    # 4. An archived memory found by search, and brought back alone.
     page.get_by_role("navigation").get_by_role("link", name="Memories", exact=True).click()
     page.get_by_label("Search").fill("Dana Japanese")
     page.get_by_label("Namespace").fill("assistant")
@@ -192,7 +198,7 @@ def test_a_reviewer_works_through_an_agents_store(browser, agent, shots):
     page.get_by_role("button", name="Show").click()
     row = page.locator("table.search tbody tr").first
     assert "Dana is learning Japanese." in row.inner_text() and "evicted" in row.inner_text()
-    page.screenshot(path=shots / "web-search.png", full_page=True)
+    page.screenshot(path=shots / "web-archive-search.png", full_page=True)
     evicted_by = store.get("dana-japanese")["run_id"]
     row.locator("a.id").click()
     page.get_by_role("button", name="Restore this memory").click()
@@ -202,12 +208,11 @@ def test_a_reviewer_works_through_an_agents_store(browser, agent, shots):
     assert store.run(restore_run)["kind"] == "restore"
     page.screenshot(path=shots / "web-memory.png", full_page=True)
 
-    # 4. Last night's maintain undone with one click: every phase, newest first.
+    # 5. Last night's maintain undone with one click: every phase, newest first.
     last_night = grown["maintains"][-1]
     phases = [phase["id"] for phase in store.run(last_night)["phases"]]
     live_before = store.count("assistant")
     page.get_by_role("navigation").get_by_role("link", name="Runs", exact=True).click()
-    page.screenshot(path=shots / "web-runs.png", full_page=True)
     page.get_by_role("link", name=str(last_night), exact=True).first.click()
     page.get_by_role("button", name=f"Undo run {last_night}").click()
     assert store.run(last_night)["status"] == "restored" and all(store.run(phase)["status"] == "restored" for phase in phases)
@@ -215,8 +220,13 @@ def test_a_reviewer_works_through_an_agents_store(browser, agent, shots):
     assert page.locator(".notice").first.inner_text().startswith("Undone.")
     page.reload()  # the answer was a redirect: reloading shows it again and undoes nothing twice
     assert page.locator(".notice").first.is_visible()
+    page.goto(f"{server.base}/runs")
+    assert "undone" in page.locator("tr.undone").first.get_attribute("class")
+    page.screenshot(path=shots / "web-runs.png", full_page=True)
+    page.goto(f"{server.base}/")
+    page.screenshot(path=shots / "web-overview.png", full_page=True)
 
-    # 5. Every page stays within a few screens, whatever the store holds.
+    # 6. Every page stays within a few screens, whatever the store holds.
     evicting = store.run(grown["maintains"][1])["phases"][-1]["id"]
     for path in ("/", "/flags", "/flags?status=all", "/runs", f"/runs/{evicting}", f"/runs/{last_night}", "/memories?namespace=assistant",
                  f"/memories?namespace=assistant&as_of={now_ms()}", "/memories?q=trains", "/report?namespace=assistant",

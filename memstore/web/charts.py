@@ -29,12 +29,22 @@ class Point:
     undone: bool = False
 
 
+def _legend(legend: Sequence[str], top: int) -> tuple[str, int]:
+    """The legend's keys from `top`, wrapped to the chart's width; and the height it takes."""
+    keys, x, y = [], LEFT, top
+    for i, name in enumerate(legend):
+        width = 22 + 6 * len(name)  # about 6 px a character at 11 px
+        if x + width > WIDTH and x > LEFT:
+            x, y = LEFT, y + 15
+        keys.append(f'<rect x="{x}" y="{y}" width="10" height="10" fill="{COLOURS[i % len(COLOURS)]}"/>'
+                    f'<text x="{x + 14}" y="{y + 9}" font-size="11">{escape(name)}</text>')  # fmt: skip
+        x += width
+    return "".join(keys), (y - top + 15 if legend else 0)
+
+
 def _frame(title: str, body: list[str], legend: Sequence[str], *, height: int = HEIGHT) -> Markup:
-    keys = "".join(
-        f'<rect x="{LEFT + 150 * i}" y="{height - 13}" width="10" height="10" fill="{COLOURS[i % len(COLOURS)]}"/>'
-        f'<text x="{LEFT + 14 + 150 * i}" y="{height - 4}" font-size="11">{escape(name)}</text>'
-        for i, name in enumerate(legend)
-    )
+    keys, extra = _legend(legend, height - 13)
+    height += max(extra - 15, 0)
     return Markup(
         f'<svg class="chart" role="img" aria-label="{escape(title)}" viewBox="0 0 {WIDTH} {height}" '
         f'width="{WIDTH}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'

@@ -88,7 +88,8 @@ class Site:
         )
         self.templates.globals["page_size"] = PAGE_SIZE
         self.templates.filters.update(
-            utc=utc, when=when, short=shown.short, short_id=shown.short_id, marked=shown.marked, plural=shown.plural, where=shown.where
+            utc=utc, when=when, short=shown.short, short_id=shown.short_id, marked=shown.marked, plural=shown.plural, where=shown.where,
+            did=shown.did_text,
         )
         self.templates.filters["visible"] = visible
         self.csrf = csrf_value(self.token)

@@ -14,8 +14,8 @@ from markupsafe import Markup, escape
 
 # A text in a list is shortened to about this many characters (the whole text is one click away).
 TEXT_CHARS = 90
-# An id longer than this shows its first ID_CHARS characters and an ellipsis.
-ID_CHARS = 10
+# An id longer than ID_WHOLE characters (a generated one has 32) shows its first ID_CHARS and an ellipsis.
+ID_WHOLE, ID_CHARS = 16, 8
 
 
 def short(text: str | None, limit: int = TEXT_CHARS) -> str:
@@ -33,12 +33,26 @@ def short(text: str | None, limit: int = TEXT_CHARS) -> str:
 
 
 def short_id(memory_id: str) -> str:
-    return memory_id if len(memory_id) <= ID_CHARS + 1 else memory_id[:ID_CHARS] + "…"
+    """An id as a list shows it: whole up to ID_WHOLE characters, else its first ID_CHARS and "…"."""
+    return memory_id if len(memory_id) <= ID_WHOLE else memory_id[:ID_CHARS] + "…"
 
 
 def plural(count: int, one: str, many: str | None = None) -> str:
     """'1 flag', '3 flags', '1,200 memories' (`many` when adding an s is not the plural)."""
     return f"{count:,} {one if count == 1 else many or one + 's'}"
+
+
+# The one of each word `MemoryStore.runs` gives in a run's `did` (flags_settled: "flags settled").
+_SINGULAR = {"duplicates": "duplicate", "phases": "phase", "flags settled": "flag settled"}
+
+
+def did_text(did: dict[str, int]) -> str:
+    """What a run did, in words: "1,400 evicted, 1 phase" ("nothing" for an empty `did`)."""
+    parts = []
+    for name, count in did.items():
+        words = name.replace("_", " ")
+        parts.append(f"{count:,} {_SINGULAR.get(words, words) if count == 1 else words}")
+    return ", ".join(parts) or "nothing"
 
 
 def relevance(scores: list[float]) -> list[float]:
@@ -85,4 +99,4 @@ def local_path(given: str | None, fallback: str) -> str:
     return given
 
 
-__all__ = ["ID_CHARS", "TEXT_CHARS", "local_path", "marked", "plural", "relevance", "run_number", "short", "short_id", "where"]
+__all__ = ["ID_CHARS", "TEXT_CHARS", "did_text", "local_path", "marked", "plural", "relevance", "run_number", "short", "short_id", "where"]
