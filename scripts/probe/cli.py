@@ -23,7 +23,7 @@ from scripts import REPO
 
 from . import inputs, runs, web_doors
 from . import listeners as http
-from . import vector_files
+from . import sources, vector_files
 from .common import Backend, Tally
 
 KILLED, CONCURRENT, DISK, BAD = "killed run", "concurrent runs", "full disk", "bad input"
@@ -93,6 +93,15 @@ PROBES: dict[str, tuple[str, str, tuple[str, ...], Callable[[Ctx, Tally], list[T
                  lambda c, t: inputs.probe_password(t, c.work, c.backend.new("password") if c.backend.is_pg else None)),
     "ttl-digits": (BAD, "`--ttl ١٢s` and other non-ASCII digits in --ttl and --expires-at", SQLITE,
                    lambda c, t: inputs.probe_ttl_digits(t, c.work, c.backend, c.copy("ttl"))),
+    "odd-time": (BAD, "hybrid recall of 'the last 999…9 days' (CLI, MCP, LangGraph); --as-of past 64 bits, after year 9999, 0001-01-15", BOTH,
+                 lambda c, t: needs_model(c, t) and inputs.probe_odd_time(t, c.work, c.backend, c.copy("odd-time"))),
+    "sources": (BAD, "import a zip of 3 GB, a gzip of 257 MiB, a LangGraph store that is a recursive view, rows with NULL, integer or blob "
+                "prefix or key, values 700 or 5,000 deep, times 1e308, a WAL-mode file, a hard link to the store", BOTH,
+                lambda c, t: sources.probe_sources(t, c.work, c.backend, c.copy("sources"), sources.postgres_view(c.backend) if c.backend.is_pg else None)),
+    "copy-targets": (BAD, "`copy` into LangGraph's SqliteStore file (WAL), another program's SQLite file, a hard link to the source", SQLITE,
+                     lambda c, t: sources.probe_copy_targets(t, c.work, c.backend, c.copy("copy-source"))),
+    "token-file": (BAD, "`memstore web --token-file` empty, a blank first line, not UTF-8", SQLITE,
+                   lambda c, t: inputs.probe_token_file(t, c.work, c.copy("token-file"))),
     "targets": (BAD, "`export -o` and `backup --force` into a FIFO, `export -o` a symlink", SQLITE, lambda c, t: probe_targets(c, t)),
     "vectors-folder": (BAD, "a vectors folder another user made (0777, uid 65534), the owner's 0777 one or a link, its files links to the "
                        "owner's file; then check, check --fix, recall", SQLITE,

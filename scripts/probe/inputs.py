@@ -1,7 +1,8 @@
 """The probe's bad inputs given to the CLI and the LangGraph store (the probe runs them; see
-its docstring): odd vectors in an import, meta nested 100,000 deep, 64-bit time extremes, odd
-namespaces, a URL with a password, a lifetime in other scripts' digits, and `export -o` or
-`backup --force` into a FIFO, a device node and a symlink.
+its docstring): odd vectors in an import, meta nested 100,000 deep, 64-bit time extremes, times a
+query or --as-of names past the calendar, odd namespaces, a URL with a password, a lifetime in
+other scripts' digits, a --token-file without a token, and `export -o` or `backup --force` into a
+FIFO, a device node and a symlink.
 
 What must hold for a bad input: it is refused (`memstore` exits 1 with one line naming the file,
 line and field, or a click usage error naming the option) and nothing is written, or it is taken
@@ -14,6 +15,7 @@ import copy
 import json
 import os
 import stat
+import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -170,6 +172,52 @@ def probe_time_extremes(tally: Tally, work: Path, backend: Backend, location: st
         tally.expect(done.returncode == 0 and "Traceback" not in done.stderr, f"{' '.join(args)} on extremes: exit {done.returncode}: {tail(done.stderr)}")
     problem = refused(cli(work, location, "list", f"--as-of={INT64}"), "as")
     tally.expect(problem is None, f"list --as-of=2**63: {problem}")
+
+
+def probe_odd_time(tally: Tally, work: Path, backend: Backend, location: str) -> None:
+    """Hybrid recall of "the last 999…9 days" (400 nines) through the CLI, MCP and LangGraph's
+    search; "in March" as of the last 64-bit ms, the first ms after year 9999, 0001-01-15 and the
+    first 64-bit ms: answered (exit 0, no tool error); --as-of one past 64 bits or in year 10000
+    refused in one line naming --as-of."""
+    from memstore.integrations.langgraph import MemstoreStore
+
+    nines = f"what happened in the last {'9' * 400} days"
+    done = cli(work, location, "recall", nines, "--mode", "hybrid")
+    tally.expect(done.returncode == 0 and "Traceback" not in done.stderr, f"recall {nines[:30]}…: exit {done.returncode}: {tail(done.stderr)}")
+    for moment in (str(INT64 - 1), "253402300800000", "0001-01-15", str(-INT64)):
+        done = cli(work, location, "recall", "what did I do in March", "--mode", "hybrid", f"--as-of={moment}")
+        tally.expect(done.returncode == 0 and "Traceback" not in done.stderr, f"recall in March --as-of={moment}: exit {done.returncode}: {tail(done.stderr)}")
+    for moment in (str(INT64), "10000-01-01"):
+        tally.trial(refused(cli(work, location, "recall", "in March", f"--as-of={moment}"), "--as-of"))
+    init = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+             "clientInfo": {"name": "probe", "version": "0"}}}, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": nines}}}]  # fmt: skip
+    code, answers, stderr = mcp_exchange(work, location, [json.dumps(line).encode() for line in init], 2)
+    answer = next((a for a in answers if a.get("id") == 2), {})
+    tally.expect("result" in answer and not answer["result"].get("isError") and "Traceback" not in stderr,
+                 f"MCP recall {nines[:30]}…: {tail(json.dumps(answer))} {tail(stderr)}")  # fmt: skip
+    store = MemstoreStore(location)
+    try:
+        store.search(("default",), query=nines)
+        tally.trial()
+    except Exception as exc:  # what the finding saw: OverflowError
+        tally.trial(f"MemstoreStore.search {nines[:30]}…: {type(exc).__name__}: {exc}")
+    finally:
+        store.close()
+
+
+def probe_token_file(tally: Tally, work: Path, location: str) -> None:
+    """`memstore web --token-file FILE` whose file is empty, starts with a blank line or is not
+    UTF-8: one line naming --token-file, and no page is served (a page would keep running)."""
+    for label, content in (("empty", b""), ("a blank first line", b"\n"), ("blanks, then the token", b"   \ns3cret\n"), ("not UTF-8", b"\xff\xfe\n")):
+        path = work / f"token-{label.replace(' ', '-')}"
+        path.write_bytes(content)
+        try:
+            done = cli(work, location, "web", "--token-file", str(path), "--listen", f"127.0.0.1:{free_port()}", timeout=30)
+        except subprocess.TimeoutExpired:
+            tally.trial(f"--token-file {label}: a page was served (behind a token of its own)")
+            continue
+        tally.trial(one_line_error(done, "--token-file", str(path)) and f"--token-file {label}: {one_line_error(done, '--token-file')}")
 
 
 ODD_NAMESPACES = {"empty": "", "NUL": "a\x00b", "100,000 characters": "n" * 100_000, "right-to-left override": "\u202egnp.exe",
