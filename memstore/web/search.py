@@ -4,8 +4,8 @@ One namespace is one `MemoryStore.recall` (touching nothing), or `search_archive
 archived. "All namespaces" asks recall in each of the largest SEARCHED_NAMESPACES and merges the
 answers by how close each comes to its namespace's best match (scores of two namespaces are not on
 one scale). When one namespace finds nothing, the hint says whether that namespace exists (and
-which names are near) and which of the largest others hold matches: these extra reads run only on
-an empty answer.
+which names are near) and which of the HINT_NAMESPACES largest others hold matches: these extra
+reads run only on an empty answer.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from .shown import relevance
 
 # Recall answers this many on the page.
 SEARCH_K = 20
-# "All namespaces", and the hint of an empty answer, search at most this many of the largest.
+# "All namespaces" searches at most this many of the largest namespaces; the hint of an empty
+# answer looks in at most HINT_NAMESPACES of them and names at most HINT_NAMES that hold matches.
 SEARCHED_NAMESPACES = 50
+HINT_NAMESPACES, HINT_NAMES = 10, 3
 
 
 @dataclass
@@ -52,15 +54,17 @@ def search(store: Any, query: str, namespace: str | None, names: list[str], *, a
         row["rank"] = rank
     answer = Answer(rows)
     if not rows and namespace is not None and not archived:
-        known = names or store.namespaces()
-        answer.missing = namespace not in known and namespace not in store.namespaces()
+        # A namespace's own index range says whether it holds anything (never a scan of the store).
+        answer.missing = namespace not in names and store.count(namespace) == 0
+        known = names or (store.namespaces() if answer.missing else [])
         if answer.missing:
             answer.nearest = difflib.get_close_matches(namespace, known, n=3, cutoff=0.6)
-        for name in known[:SEARCHED_NAMESPACES]:
-            if name != namespace:
-                found = len(store.recall(query, SEARCH_K, name, touch=False, as_of=as_of))
-                if found:
-                    answer.elsewhere[name] = found
+        for name in [name for name in known if name != namespace][:HINT_NAMESPACES]:
+            found = len(store.recall(query, SEARCH_K, name, touch=False, as_of=as_of))
+            if found:
+                answer.elsewhere[name] = found
+                if len(answer.elsewhere) == HINT_NAMES:
+                    break
     return answer
 
 

@@ -13,7 +13,7 @@ needs embeddings, and the page only counts and lists them). Built stores are kep
 touch), else built in the work directory each run.
 
 Timed server-side, in one process: the ASGI app `memstore web` serves (``pages.create_app``
-behind ``guard.Guard``, the cookie carrying the token, no Host check) called directly with a
+behind ``guard.Guard``, the token as a bearer header, no Host check) called directly with a
 request scope, from the call until the response body is sent (routing, the token check, the
 page's reads, the template, the security headers); no HTTP parsing, no socket. Against it, in the
 same run and interleaved with it (the order turning each round):
@@ -175,7 +175,7 @@ async def asgi_get(app, path: str, query: str = "") -> tuple[float, int, int]:
     scope = {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
         "path": path, "raw_path": path.encode(), "query_string": query.encode(), "root_path": "",
-        "headers": [(b"host", b"127.0.0.1:8767"), (b"cookie", f"memstore_web_{COOKIE_PORT}={TOKEN}".encode())],
+        "headers": [(b"host", b"127.0.0.1:8767"), (b"authorization", f"Bearer {TOKEN}".encode())],
         "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8767),
     }  # fmt: skip
     sent: dict = {"status": None, "bytes": 0}
