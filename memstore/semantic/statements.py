@@ -263,7 +263,7 @@ def read(text: str) -> Statement:
     event = event or (bool(subject) and bool(verbs & EVENT_VERBS) and _is_past(words[anchor]))
     plain_relation = [w for w in lowered[anchor:end] if w not in CHANGE_WORDS]
     if plain_relation in (["reports", "to"], ["report", "to"]):  # "Dana reports to Priya": Dana's manager is Priya
-        return _statement(text, [*subject, "manager"], ["is"], rest, event=event, parsed=True, shown_subject=f"{' '.join(subject)}'s manager")
+        return _statement(text, [*subject, "manager"], ["is"], rest, event=event, parsed=True, shown_subject=f"{' '.join(w for w in subject if _plain(w) not in CHANGE_WORDS)}'s manager")
     owner = next((n for n, w in enumerate(rest) if w.lower().endswith("'s") and n < 3), None)
     if plain_relation in (["is"], ["are"]) and owner is not None and subject and all(w[0].isupper() for w in subject):
         # "Sofia Weber is Maya's manager": the subject is Maya's manager, the value Sofia Weber.
@@ -405,19 +405,26 @@ def _clause(text: str) -> str:
 
 
 def _subject_shown(a: Statement, b: Statement) -> str:
-    statement = b if len(b.subject) >= len(a.subject) else a
+    """The subject, and its relation unless a copula: of the side that names the attribute best
+    (not a change's verb: "lives in", not "moved to"; then the fuller subject)."""
+    statement = min((b, a), key=lambda s: (s.change_verb or bool(s.relation_key & MOVE_VERBS) or _moved(s), -len(s.subject)))
     subject = statement.subject or "(unnamed)"
-    if statement.copula_only:
+    if statement.copula_only or statement.change_verb:
         return subject
     relation = " ".join(w for w in statement.relation.split() if _plain(w) not in ("not", "n't", "no", "never", "longer"))
     return f"{subject} {relation}".strip()
+
+
+def _moved(statement: Statement) -> bool:
+    return any(_lemma(_plain(w)) in MOVE_VERBS for w in statement.relation.split())
 
 
 def _value_shown(statement: Statement, other: Statement | None = None) -> str:
     value = statement.value or "(nothing)"
     if other is not None and statement.value_key == other.value_key and statement.scope:
         value = f"{value} {statement.scope}"  # "my Fitbit for 6 months" / "... for 9 months"
-    return f"not {value}" if statement.negated else value
+    said_no = any(is_negation(_plain(w)) or _plain(w) == "n't" for w in statement.relation.split())
+    return f"not {value}" if said_no else value
 
 
 def merges(text_a: str, text_b: str, similarity: float, duplicate_at: float, related_at: float) -> bool:
