@@ -18,9 +18,10 @@ from .defaults import CHECK_K, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MIN_AGE_DA
 from .errors import MemstoreError, NotFoundError
 from .io import write_jsonl
 from .migrate import upgrade
-from .reads import count_rows, find_fact, get_row, iter_rows, namespace_known, namespace_names, rows_at, run_rows, run_whole, with_vectors as add_vectors
+from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, rows_at, run_rows, run_whole, with_vectors as add_vectors
 from .records import PreparedRow, lifetime_change, now_ms, one_memory, prepare_row
 from .schema import MEMORY_COLUMNS
+from .store_review import ReviewMethods
 from .validate import require_capacity, require_limit, require_moment
 from .writes import AddResult, add_in_transaction, same_key_ids
 
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class MemoryStore:
+class MemoryStore(ReviewMethods):
     """A memory store in a SQLite file (a path) or any SQLAlchemy URL; opening it migrates it to head.
 
     >>> store = MemoryStore(tmp_path / "demo.db")              # doctest: +SKIP
@@ -233,12 +234,6 @@ class MemoryStore:
     def namespaces(self) -> list[str]:
         return self._read(lambda conn, now: namespace_names(conn, now))
 
-    def namespace_known(self, namespace: str) -> dict[str, Any]:
-        """Whether `namespace` holds anything (a live or archived memory, a flag); if not, the nearest
-        names that do: {"namespace", "exists", "nearest" (best first, at most 3), "namespaces" (every
-        one that holds something)}. What a face says to a mistyped namespace (memstore.reads)."""
-        return self._read(lambda conn, now: namespace_known(conn, namespace, now))
-
     # -- recall ------------------------------------------------------------------------------
 
     def recall(
@@ -364,23 +359,6 @@ class MemoryStore:
 
         return self._write(lambda conn, now: restore_in_transaction(conn, run_id, now, dry_run=dry_run))
 
-    def restore_memory(self, id: str, *, namespace: str | None = None, dry_run: bool = False) -> RestoreReport:
-        """Bring one archived memory back to the live set, whole, as a run of kind `restore` of its
-        own (the rest of the run that archived it stays archived); `restore(report.run_id)` sends it
-        back to the archive. The flags its leaving settled open again (`report.flags`)."""
-        from .restore import restore_memory_in_transaction
-
-        return self._write(lambda conn, now: restore_memory_in_transaction(conn, id, now, namespace=namespace, dry_run=dry_run))
-
-    def search_archive(self, query: str, k: int = RECALL_K, namespace: str | None = DEFAULT_NAMESPACE) -> list[dict[str, Any]]:
-        """Full-text search over the archive (memstore.archive_search): the k archived memories of
-        `namespace` (None: all) that best match `query`, best first, ties by id, each its archived
-        row (`archived_at`, `reason`, `superseded_by`, `run_id`) with `score`. Touches nothing."""
-        from .archive_search import search_archive
-
-        require_limit(k, "search_archive")
-        return self._read(lambda conn, now: search_archive(conn, query, k, namespace))
-
     def maintain(
         self, phases: Sequence[str] | None = None, *, namespace: str | None = DEFAULT_NAMESPACE,
         capacity: int | None = None, checks: Sequence[Mapping[str, str]] | None = None, k: int = CHECK_K,
@@ -420,48 +398,6 @@ class MemoryStore:
         interrupted sync keeps what it finished); `progress(done, total)` after each batch."""
         options = {} if batch_size is None else {"batch_size": batch_size}
         return self.embeddings.sync(progress=progress, **options)
-
-    # -- contradiction flags ---------------------------------------------------------------------
-
-    def flags(self, namespace: str | None = DEFAULT_NAMESPACE, *, status: str = "open") -> list[dict[str, Any]]:
-        """Contradiction flags of one namespace (None: all) with `status` (open, resolved, dismissed or all), newest
-        first, with both texts and `newer_id`, `verdict`, `closed_at`, `closed_by_run` (memstore.semantic.flags)."""
-        from .semantic.flags import list_flags
-
-        return self._read(lambda conn, now: list_flags(conn, namespace, status))
-
-    def dismiss_flag(self, flag_id: int) -> dict[str, Any]:
-        """Dismiss an open flag (the pair is fine: never flagged again), a run `restore` undoes: {"flag_id", "run_id", "namespace"}."""
-        from .semantic.flags import dismiss
-
-        return self._write(lambda conn, now: dismiss(conn, flag_id, now))
-
-    def flag_page(
-        self, namespace: str | None = None, *, status: str = "open", reason: str | None = None,
-        flagged_before: int | None = None, flagged_after: int | None = None, sort: str = "newest",
-        limit: int | None = None, offset: int = 0,
-    ) -> dict[str, Any]:
-        """One page of contradiction flags for a person to work through (memstore.flag_review): of one
-        namespace (None: all), `status` (open, resolved, dismissed, all), whose reason holds `reason`,
-        raised before `flagged_before` / at or after `flagged_after` (Unix ms), sorted "newest",
-        "strongest" or "oldest" (ties by id); `limit` per page (default FLAG_PAGE_SIZE, 50). {"flags" (each with both texts, states, timestamps and
-        `differs`), "total", "offset", "limit", "sort", "next_offset", "filter", "elsewhere"}."""
-        from .flag_review import FlagFilter, flag_page
-
-        chosen = FlagFilter(namespace, status, reason, flagged_before, flagged_after)
-        return self._read(lambda conn, now: flag_page(conn, chosen, sort=sort, limit=limit, offset=offset))
-
-    def dismiss_flags(
-        self, ids: Sequence[int] | None = None, *, namespace: str | None = None, reason: str | None = None,
-        flagged_before: int | None = None, flagged_after: int | None = None, expect: int | None = None,
-    ) -> dict[str, Any]:
-        """Dismiss many open flags as ONE run of kind `dismiss` that one `restore` undoes: the flags
-        `ids` (each open), or every open flag the filter picks (as `flag_page` filters), whose number
-        must equal `expect`. {"run_id", "namespace", "dismissed": [ids], "flags": [with texts]}."""
-        from .flag_review import FlagFilter, dismiss_flags
-
-        chosen = None if ids is not None else FlagFilter(namespace, "open", reason, flagged_before, flagged_after)
-        return self._write(lambda conn, now: dismiss_flags(conn, now, ids=ids, chosen=chosen, expect=expect))
 
     # -- forget, update, supersede ---------------------------------------------------------------
 
