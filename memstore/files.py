@@ -216,13 +216,15 @@ def open_private_folder(path: str | os.PathLike[str]) -> int:
     it holds and made again, the user's own folder that group or others can open made 0700 (and
     emptied when they could write into it: a file there may be theirs, or a link). Raises OSError
     when it cannot be made so (a regular file in the way, a folder this user may not remove)."""
-    for _ in range(3):
-        try:
-            os.mkdir(path, PRIVATE_DIR_MODE)
-        except FileExistsError:
-            pass
+    for _ in range(4):  # a link or another's folder removed, a folder made, then open
         try:
             folder = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            try:
+                os.mkdir(path, PRIVATE_DIR_MODE)  # its mode, through the umask, is checked below
+            except FileExistsError:  # made meanwhile: looked at as anything found there is
+                pass
+            continue
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path):
                 os.unlink(path)  # a link: gone, never followed

@@ -156,8 +156,7 @@ class VectorFile:
         fits = (
             meta["format"] == FORMAT and meta["dim"] == self.model.dim and meta.get("model") == self.model.name
             and meta.get("namespace") == self.namespace and (meta.get("epoch_id") is None or type(meta["epoch_id"]) is str)
-            and type(ids) is list and len(ids) <= count and all(type(memory_id) is str for memory_id in ids)
-            and len(set(ids)) == len(ids)
+            and type(ids) is list and len(ids) <= count and set(map(type, ids)) <= {str} and len(set(ids)) == len(ids)
         )  # fmt: skip
         return meta if fits else None
 
