@@ -293,7 +293,8 @@ def backup(ctx, destination, force, as_json) -> None:
 
 
 @click.command()
-@click.option("--fix", is_flag=True, help="Recompute wrong norm_key values, rebuild the recall index and live counts, make the store's files 0600.")
+@click.option("--fix", is_flag=True, help="Recompute wrong norm_key values, rebuild the recall index and live counts, make the store's files 0600, "
+              "remove a vectors folder that is not the owner's own.")
 @json_option
 @click.pass_context
 def check(ctx, fix, as_json) -> None:
@@ -302,7 +303,8 @@ def check(ctx, fix, as_json) -> None:
     integrity_check, norm_key = normalize_key(text) on every row (e.g. after edits in the
     sqlite3 shell), no id both live and archived, schema at head, indexes as the models
     define them, the recall index in step, WAL on, the store's files readable by their owner
-    only. Exit 1 on any finding not fixed.
+    only, the vector files' folder beside it (STORE-vectors) the owner's own 0700 folder. Exit 1
+    on any finding not fixed.
 
     \b
     Example:
