@@ -267,6 +267,7 @@ async def run_page(request: Request) -> Response:
     return site.render(
         request, "run.html", run=run, undone=shown.run_number(params.get("undone")), reopened=_listed(params.get("reopened")),
         removed=_listed(params.get("removed")), settled=_listed(params.get("settled")), done_run=shown.run_number(params.get("done")), shown_flags=PAGE_SIZE,
+        failed=params.get("failed", "")[:200],
         previous=max(offset - PAGE_SIZE, 0) if offset else None, following=following,
     )  # fmt: skip
 
@@ -446,7 +447,8 @@ def create_app(store: MemoryStore, *, token: str, namespace: str | None = None, 
         Route("/runs/{run_id:int}/undo", undo_run, methods=["POST"]), Route("/flags", review.flags_page),
         Route("/flags/dismiss", review.dismiss_these, methods=["POST"]), Route("/flags/{flag_id:int}/keep", review.keep_side, methods=["POST"]),
         Route("/flags/{flag_id:int}/dismiss", review.dismiss_flag, methods=["POST"]),
-        Route("/report", report_page), Route("/embeddings", embeddings_page), Route("/maintain", maintain_page), Route("/maintain", run_maintain, methods=["POST"]), Route("/check", run_check, methods=["POST"]),
+        Route("/report", report_page), Route("/embeddings", embeddings_page), Route("/maintain", maintain_page),
+        Route("/maintain", run_maintain, methods=["POST"]), Route("/check", run_check, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]  # fmt: skip
     app = Starlette(routes=routes, exception_handlers={MemstoreError: memstore_error, SQLAlchemyError: memstore_error, HTTPException: http_error})
