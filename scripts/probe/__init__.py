@@ -23,6 +23,7 @@ hold, and exits 1 if anything did not hold. PostgreSQL: the server of --pg-url (
 databases are created and dropped there), else a throwaway one started as tests/pgserver.py does,
 else skipped with the reason printed. The modules: cli.py (the probes, the run, the table),
 runs.py (killed and concurrent runs), listeners.py (the MCP server and the web page over HTTP),
-inputs.py (bad inputs), sources.py (other programs' files as import sources and copy targets), common.py
+inputs.py (bad inputs), sources.py (other programs' files as import sources and copy targets),
+vector_files.py (a SQLite store's vector files: someone else's folder, links, damage), common.py
 (the tally, the backends, the real CLI).
 """
