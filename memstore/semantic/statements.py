@@ -34,10 +34,12 @@ outright with subject and relation the same ("Priya Raman" / "Tom Becker since t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..words import FUNCTION_WORDS, is_negation
-from .pairs import _names, _stem, classify, contradiction_reason, reversed_words
+from .pairs import _aligned_words, _names, _stem, classify, contradiction_reason, reversed_words
 
 # A flag is raised at this confidence or above; a weaker pair is not raised at all. Chosen on the
 # tuning half of tests/data/flag_streams.jsonl (scripts/semantic_eval.py --tune; docs/semantic.md).
@@ -131,6 +133,8 @@ class Statement:
     changed: bool
     parsed: bool  # a relation was found
     multi_valued: bool  # the relation holds many values at once (likes, is into, uses, ...)
+    # The text's words (stemmed, articles and filler adverbs left out) with their counts, in no order.
+    words: frozenset[tuple[str, int]] = field(default=frozenset(), compare=False)
 
     @property
     def copula_only(self) -> bool:
@@ -231,8 +235,10 @@ def _is_verb(words: list[str], i: int) -> bool:
     return i > 0 and len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) and _plain(words[i - 1]) not in DETERMINERS | PREPOSITIONS
 
 
+@lru_cache(maxsize=16_384)
 def read(text: str) -> Statement:
-    """The statement a memory makes (see the module's docstring)."""
+    """The statement a memory makes (see the module's docstring); a memory is read once however many
+    pairs it is a side of (the last readings are kept)."""
     words = _words(text)
     lowered = [_plain(word) for word in words]
     change_log = bool(words) and _lemma(lowered[0]) in CHANGE_VERBS and lowered[0] != "left" and "to" in lowered[1:]
@@ -309,6 +315,7 @@ def _statement(
         event=event,
         changed=changed,
         parsed=parsed,
+        words=frozenset(Counter(_aligned_words(text)[0]).items()),
     )  # fmt: skip
 
 
@@ -321,13 +328,18 @@ def conflict(text_a: str, text_b: str, *, for_merge: bool = False) -> Conflict |
     a, b = read(text_a), read(text_b)
     if (a.event or b.event) and not for_merge:
         return None
-    signal = contradiction_reason(text_a, text_b)
-    if signal is not None and signal.startswith("the same words in another order"):
-        if reversed_words(text_a, text_b) is None:
+    if a.words == b.words and text_a != text_b:  # the same words in another order
+        swapped = reversed_words(text_a, text_b)
+        if swapped is None:
             return None
+        signal = f"the same words in another order: {swapped[0]} and {swapped[1]} trade places"
         return Conflict(f"{a.relation or 'the relation'} (reversed)", _clause(text_a), _clause(text_b), 0.75, signal)
     if not (a.parsed and b.parsed):
         return None
+    # The subject is read first: the texts' comparison runs only for the pairs it leaves.
+    if not (a.subject_key == b.subject_key or (a.subject_key and b.subject_key and (a.subject_key <= b.subject_key or b.subject_key <= a.subject_key))):
+        return None
+    signal = contradiction_reason(text_a, text_b)
     confidence = 0.5
     # The subject: the same, or said more fully on one side.
     if a.subject_key == b.subject_key:
