@@ -445,14 +445,15 @@ def test_the_cli_maintain_json_flags_and_report(sqlite_store, model_dir, db_path
     assert [p["name"] for p in phases] == ["check", "expire", "dedup", "semantic", "contradict", "stale", "evict", "verify"]
     assert all(set(p) >= {"name", "status", "run_id", "error", "archived", "flags"} for p in phases)
     assert phases[3]["archived"] == [{"id": "d1", "namespace": "default", "reason": "semantic_duplicate", "superseded_by": "d2",
-                                      "similarity": phases[3]["archived"][0]["similarity"]}]  # fmt: skip
+                                      "similarity": phases[3]["archived"][0]["similarity"], "text": "Deploy v2.1 to staging at 3pm."}]  # fmt: skip
     listed = run("flags").output
-    assert "r2: The API rate limit is 500 requests per minute." in listed and "newer (probably current)" in listed
-    flag_id = json.loads(run("flags", "--json").output)[0]["id"]
-    dismissed = run("flags", "dismiss", str(flag_id)).output
-    # A dismissal is a run of its own (the phases that changed nothing recorded none: 1 and 2 are
-    # the semantic and contradict phases), undone by restore.
-    assert dismissed == f"run 3: flag {flag_id} dismissed\nundo with: memstore --db {db_path} restore --run 3\n"
+    assert "): The API rate limit is 500 requests per minute." in listed and "  newer, probably current: r2 (" in listed
+    flag_id = json.loads(run("flags", "--json").output)["flags"][0]["id"]
+    dismissed = run("flags", "dismiss", str(flag_id)).output.splitlines()
+    # A dismissal is a run of its own (the phases that changed nothing recorded none: 1 groups the
+    # maintain's phases, 2 and 3 are the semantic and contradict phases), undone by restore.
+    assert dismissed[0] == f"run 4: flag {flag_id} dismissed" and dismissed[1].startswith(f"  flag {flag_id}: ")
+    assert dismissed[-1] == f"undo with: memstore --db {db_path} restore --run 4"
     assert "open contradiction flags (memstore flags):" in run("report").output
     bad = run("maintain", "--phases", "dedup,nonsense")
     assert bad.exit_code == 1 and bad.output.startswith("Error: --phases: no phase 'nonsense'")
@@ -481,8 +482,9 @@ def test_the_cli_maintain_ends_with_the_commands_that_settle_new_flags(sqlite_st
     # Settled flags are listed with how, when and by which run.
     run("supersede", "r1", "--by", "r2")
     settled = run("flags", "--status", "resolved").output.splitlines()
-    assert settled[0].split() [:4] == ["flag", "status", "raised", "(UTC)"] and "superseded" in settled[2] and "r1 (archived)" in settled[2]
-    every = json.loads(run("flags", "--status", "all", "--json").output)
+    assert settled[0].startswith(f"flag {flag['id']}: ") and ", resolved: superseded " in settled[0] and settled[0].endswith(f"by run {sqlite_store.runs()[0]['id']})")
+    assert settled[1].startswith("  older: r1 (") and ", archived): " in settled[1]
+    every = json.loads(run("flags", "--status", "all", "--json").output)["flags"]
     assert {f["status"] for f in every} == {"open", "resolved"} and all("verdict" in f for f in every)
     assert run("flags", "--status", "closed").exit_code == 2
 
