@@ -119,7 +119,7 @@ def _value(raw: Any, location: str) -> dict[str, Any]:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ValidationError(location, "value", f"is not UTF-8 text (byte {exc.start + 1})") from None
-    if isinstance(raw, str):  # SqliteStore keeps JSON text; PostgresStore's jsonb arrives decoded
+    if isinstance(raw, str):  # SqliteStore keeps JSON text; PostgresStore's jsonb is read as its text
         try:
             raw = strict_json(raw)
         except ValueError as exc:
