@@ -8,7 +8,8 @@ bulk dismissal and 2 by hand, brings back one evicted memory alone, finds an arc
 search, undoes one `maintain` with one click, and no page is taller than a few screens.
 
 Screenshots go to a temporary folder, or to $MEMSTORE_WEB_SCREENSHOTS (docs/images for docs/web.md);
-the header shows the store as `~/agent.db` (the server runs with HOME set to the test's folder).
+on SQLite the header shows the store as `~/agent.db` (the server runs with HOME set to the test's
+folder). Each test runs on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from memstore.db import write_transaction
 from memstore.records import now_ms
 from memstore.schema import contradiction_flags
 
+from .conftest import BACKENDS
 from .test_web import MEMSTORE, Server, browser, free_port  # noqa: F401 (browser: the module's Chromium)
 
 DAY = 86_400_000
@@ -87,7 +89,7 @@ def grow_agent_store(store: MemoryStore, now: int) -> dict:
     return {"maintains": maintains}
 
 
-def start(db: Path, home: Path, tmp_path: Path) -> Server:
+def start(db: Path | str, home: Path, tmp_path: Path) -> Server:
     """`memstore web` on `db`, with HOME at `home` (the header then shows ~/agent.db)."""
     port = free_port()
     env = {**{k: v for k, v in os.environ.items() if k != "MEMSTORE_WEB_TOKEN"}, "HOME": str(home)}
@@ -106,11 +108,12 @@ def start(db: Path, home: Path, tmp_path: Path) -> Server:
     return Server(first_line, process, port)
 
 
-@pytest.fixture
-def agent(tmp_path):
+@pytest.fixture(params=BACKENDS)
+def agent(request, tmp_path):
+    """The grown store and `memstore web` on it: a SQLite file at ~/agent.db, or a PostgreSQL database."""
     home = tmp_path / "home"
     home.mkdir()
-    db = home / "agent.db"
+    db = home / "agent.db" if request.param == "sqlite" else request.getfixturevalue("pg_url")
     with MemoryStore(db) as store:
         grown = grow_agent_store(store, now_ms())
     server = start(db, home, tmp_path)
@@ -144,7 +147,7 @@ def test_a_reviewer_works_through_an_agents_store(browser, agent, shots):
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     page.goto(server.url)
-    assert "~/agent.db" in page.locator("header").inner_text()
+    assert "~/agent.db" in page.locator("header").inner_text() or not store.is_sqlite
     # The overview details the largest namespace and gives the store's totals.
     assert page.get_by_role("heading", name="Namespace assistant").is_visible()
     assert "300 open flags" in page.locator("p.totals").inner_text()

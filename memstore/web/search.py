@@ -1,7 +1,8 @@
 """The search form of the memories page: recall as a person uses it.
 
 One namespace is one `MemoryStore.recall` (touching nothing), or `search_archive` for what was
-archived. "All namespaces" asks recall in each of the largest SEARCHED_NAMESPACES and merges the
+archived. "All namespaces" asks recall in each of the largest SEARCHED_NAMESPACES (on PostgreSQL,
+which keeps no live counts, the first by name) and merges the
 answers by how close each comes to its namespace's best match (scores of two namespaces are not on
 one scale). When one namespace finds nothing, the hint says whether that namespace exists (and
 which names are near) and which of the HINT_NAMESPACES largest others hold matches: these extra
@@ -47,7 +48,8 @@ def search(store: Any, query: str, namespace: str | None, names: list[str], *, a
         rows = _ranked(store.recall(query, SEARCH_K, namespace, touch=False, as_of=as_of), namespace)
     else:
         merged = []
-        for name in names[:SEARCHED_NAMESPACES]:
+        # No list of the largest (PostgreSQL keeps no live counts): every namespace, by name.
+        for name in (names or store.namespaces())[:SEARCHED_NAMESPACES]:
             merged += _ranked(store.recall(query, SEARCH_K, name, touch=False, as_of=as_of), name)
         rows = sorted(merged, key=lambda row: (-row["relevance"], -row.get("score", 0.0), row["id"]))[:SEARCH_K]
     for rank, row in enumerate(rows, 1):
