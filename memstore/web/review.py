@@ -1,7 +1,7 @@
 """The flags page (`/flags`): contradiction flags a person works through at real size.
 
 A page of flags (`MemoryStore.flag_page`) filtered by namespace (or all), status, reason and age,
-sorted newest, strongest or oldest, 50 at a time; each flag shows both texts with the words that
+sorted newest, strongest or oldest, FLAGS_PER_PAGE at a time; each flag shows both texts with the words that
 differ marked, when each was written, when and why the flag was raised, and a "Keep this one"
 button beside each text. "Dismiss these N" dismisses every open flag the filter picks as one run
 (`MemoryStore.dismiss_flags`, with the number the reviewer saw, so a flag raised since stays open).
@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from ..errors import MemstoreError, NotFoundError, ValidationError
+from ..hygiene import DAY_MS
 from ..records import now_ms
 from .shown import local_path, run_number
 
@@ -32,9 +33,6 @@ AGES = {
 }
 SORTS = {"newest": "newest first", "strongest": "most alike first", "oldest": "oldest first"}
 STATUSES = ("open", "resolved", "dismissed", "all")
-# What a reason filter is usually given: the start of each reason the contradict phase writes.
-REASON_HINTS = ("a number differs", "a value differs", "a negation", "one name swapped", "one word swapped", "another order")
-DAY_MS = 86_400_000
 # Flags on a page: each shows two texts side by side, so fewer than a list's rows (a page stays
 # within a few screens).
 FLAGS_PER_PAGE = 20
@@ -81,7 +79,7 @@ async def flags_page(request: Request) -> Response:
     here = address(chosen, offset=page["offset"])
     return site.render(
         request, "flags.html", page=page, chosen=chosen, here=here, ages=AGES, sorts=SORTS, statuses=STATUSES,
-        reason_hints=REASON_HINTS, done_run=run_number(request.query_params.get("done")),
+done_run=run_number(request.query_params.get("done")),
         first=address(chosen), previous=address(chosen, offset=max(page["offset"] - page["limit"], 0)) if page["offset"] else None,
         following=address(chosen, offset=page["next_offset"]) if page["next_offset"] is not None else None,
         elsewhere_links={name: address({**chosen, "namespace": name}) for name in page["elsewhere"]},
