@@ -116,10 +116,11 @@ class Embeddings:
             bring_up_to_date(self.engine, namespaces)
         return {"model": model.name, "embedded": done}
 
-    def query_vector(self, query: str) -> Any:
-        """`query` embedded with the store's model (a unit float32 vector)."""
-        with read_transaction(self.engine) as conn:
-            model = require_model(conn)
+    def query_vector(self, query: str, conn: Connection | None = None) -> Any:
+        """`query` embedded with the store's model (a unit float32 vector), read in `conn` (a
+        recall's snapshot) or in a read transaction of its own."""
+        with nullcontext(conn) if conn is not None else read_transaction(self.engine) as reader:
+            model = require_model(reader)
         self.queries += 1
         # The first query of a process loads the model lean; a process that keeps recalling
         # switches to the optimized graph (QueryModel says what each costs).

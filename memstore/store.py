@@ -26,7 +26,7 @@ from .validate import require_capacity, require_limit, require_moment
 from .writes import AddResult, add_in_transaction, same_key_ids
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
+    from sqlalchemy import Connection, Engine
 
     from .embeddings import Embeddings
     from .importers.apply import ImportReport
@@ -59,12 +59,36 @@ class MemoryStore(ReviewMethods):
         missing = sqlite_file_missing(self.location)
         if missing and not create:
             raise NotFoundError(f"no memstore database at {missing}; create it with `memstore init`")
-        self.engine = make_engine(self.location, busy_timeout_ms)
-        self.checkpoints = BackgroundCheckpoints(self.engine)
+        self._engine = make_engine(self.location, busy_timeout_ms)
+        self.checkpoints = BackgroundCheckpoints(self._engine)
         try:
-            upgrade(self.engine)
+            upgrade(self._engine)
         except BaseException:
-            self.engine.dispose()
+            self._engine.dispose()
+            raise
+
+    @property
+    def engine(self) -> Engine:
+        """The store's SQLAlchemy engine. A recall answers from a read snapshot and counts itself
+        later (it never waits for a writer): the recalls answered so far are written before the engine
+        is handed out, so every read and write that follows a recall sees it counted."""
+        self.count_recalls()
+        return self._engine
+
+    def count_recalls(self) -> None:
+        """Write the recalls this store answered and has not counted yet (recall_count,
+        last_recalled_at), in one short write transaction; `close` does it too."""
+        recaller = self.__dict__.get("recaller")  # no recall yet: nothing to count, nothing to import
+        if recaller is None or not recaller.pending:
+            return
+        from .recall.touch import write_touches
+
+        groups = recaller.pending.take()
+        try:
+            with write_transaction(self._engine) as conn:
+                write_touches(conn, groups)
+        except BaseException:
+            recaller.pending.give_back(groups)
             raise
 
     @property
@@ -87,7 +111,13 @@ class MemoryStore(ReviewMethods):
         """Recall over this store (memstore.recall): it keeps the in-process vector index."""
         from .recall.recaller import Recall
 
-        return Recall(self._snapshot, lambda query: self.embeddings.query_vector(query))
+        return Recall(self._recall_snapshot, self.embeddings.query_vector)
+
+    @contextmanager
+    def _recall_snapshot(self, write: bool = False) -> Iterator[tuple[Connection, int]]:
+        """`_snapshot` for recall, which leaves the recalls it has counted to be written after."""
+        with (write_transaction if write else read_transaction)(self._engine) as conn:
+            yield conn, now_ms()
 
     @contextmanager
     def _snapshot(self, write: bool = False) -> Iterator[tuple[Connection, int]]:
@@ -104,8 +134,11 @@ class MemoryStore(ReviewMethods):
             return work(conn, now)
 
     def close(self) -> None:
-        self.checkpoints.wait()
-        self.engine.dispose()
+        try:
+            self.count_recalls()
+        finally:
+            self.checkpoints.wait()
+            self._engine.dispose()
 
     def __enter__(self) -> MemoryStore:
         return self

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -196,5 +197,12 @@ def open_store(ctx: click.Context, *, create: bool = False) -> MemoryStore:
     """`MemoryStore(--db)`, closed when the command ends; only the commands that write new memories
     may create it. A command calls it once, then the one method that does its work."""
     store = MemoryStore(ctx.find_root().obj["location"], create=create)
-    ctx.call_on_close(store.close)
+
+    def close() -> None:
+        # What the command printed reaches its reader first: closing writes the recalls counted
+        # (a write, which may wait for another writer's lock).
+        sys.stdout.flush()
+        store.close()
+
+    ctx.call_on_close(close)
     return store

@@ -2,10 +2,11 @@
 now or as of a past moment.
 
 `Recall` belongs to one `MemoryStore` object and keeps what is worth keeping between calls: the
-in-process vector index (`HeldVectors`). The query's embedding is made before any transaction (it
-takes milliseconds; a transaction should not wait on a model), then every ranking reads one
-snapshot at one moment: the store's `snapshot(write)` opens the transaction and reads the clock
-once inside it (for a touching recall, a write, once the store is held).
+in-process vector index (`HeldVectors`) and the recalls counted but not written yet
+(`PendingTouches`). A recall reads everything in one read snapshot at one moment (the store's
+`snapshot(False)` opens a read transaction and reads the clock once inside it): whether the store
+has vectors, the store's model to embed the query with, both rankings and the open flags. It takes
+no write lock, so it never waits for a writer; the recall is counted after, by the store.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from .as_of import AsOfSource
 from .fusion import Candidate
 from .live import HeldVectors, LiveSource
 from .pipeline import Source, hybrid_candidates, ranked
-from .touch import answered
+from .touch import PendingTouches, answered
 
 # `snapshot(write)`: a transaction (a write one if `write`) and the moment it reads at.
 Snapshot = Callable[[bool], AbstractContextManager[tuple[Connection, int]]]
+# `query_vector(text, conn)`: a query embedded with the store's model, read in `conn` (None: its own).
+QueryVector = Callable[[str, Connection | None], Any]
 
 
 def validate_mode(mode: str | None) -> None:
@@ -36,12 +39,13 @@ def validate_mode(mode: str | None) -> None:
 
 
 class Recall:
-    """Recall over one store: `snapshot` opens its transactions, `query_vector(text)` embeds a query
-    with the store's model."""
+    """Recall over one store: `snapshot` opens its transactions, `query_vector(text, conn)` embeds a
+    query with the store's model, `pending` keeps the recalls this store has yet to write."""
 
-    def __init__(self, snapshot: Snapshot, query_vector: Callable[[str], Any]) -> None:
+    def __init__(self, snapshot: Snapshot, query_vector: QueryVector, pending: PendingTouches | None = None) -> None:
         self.snapshot = snapshot
         self.query_vector = query_vector
+        self.pending = pending if pending is not None else PendingTouches()
         self.vectors = HeldVectors()
 
     def recall(
@@ -52,15 +56,24 @@ class Recall:
         at that moment, untouched. See MemoryStore.recall for the modes."""
         validate_mode(mode)
         touch = touch and at is None
-        if mode is None or mode == "lexical":
-            # The common case, a store without vectors, is answered in one transaction.
-            with self.snapshot(touch) as (conn, now):
-                if mode == "lexical" or not has_vectors(conn):
-                    return answered(conn, ranked(self._source(conn, namespace, now, at), query, k, "lexical", None), now if touch else None)
-        chosen, vectors = self._embedded([query], mode)
-        with self.snapshot(touch) as (conn, now):
-            rows = ranked(self._source(conn, namespace, now, at), query, k, chosen, vectors.get(query))
-            return answered(conn, rows, now if touch else None)
+        with self.snapshot(False) as (conn, now):
+            chosen, query_vector = self._mode_and_vector(conn, query, mode)
+            rows = ranked(self._source(conn, namespace, now, at), query, k, chosen, query_vector)
+            return answered(conn, rows, now if touch else None, self.pending)
+
+    def _mode_and_vector(self, conn: Connection, query: str, mode: str | None) -> tuple[str, Any]:
+        """The mode recall answers in (by default hybrid when the store has vectors, else lexical)
+        and the query embedded for it, in the recall's own snapshot."""
+        if mode == "lexical" or (mode is None and not has_vectors(conn)):
+            return "lexical", None
+        try:
+            return mode or "hybrid", self.query_vector(query, conn)
+        except MemstoreError:
+            if mode is not None:
+                raise
+            # By default, recall that cannot load the model (the semantic extra missing here, the
+            # model's directory moved) is still full-text recall.
+            return "lexical", None
 
     def _source(self, conn: Connection, namespace: str, now: int, at: int | None) -> Source:
         return LiveSource(conn, namespace, now, self.vectors) if at is None else AsOfSource(conn, namespace, at)
@@ -79,7 +92,7 @@ class Recall:
         if chosen == "lexical":
             return chosen, {}
         try:
-            return chosen, {query: self.query_vector(query) for query in dict.fromkeys(queries)}
+            return chosen, {query: self.query_vector(query, None) for query in dict.fromkeys(queries)}
         except MemstoreError:
             if mode is not None:
                 raise
@@ -97,13 +110,12 @@ class Recall:
         chosen, vectors = self._embedded(queries, mode)
         # The checks rank inside the job's transaction, which may embed and then roll back (a dry
         # run): what they hold in memory belongs to a Recall of their own, gone with the job.
-        return CheckRanking(Recall(self.snapshot, self.query_vector), chosen, vectors)
+        return CheckRanking(Recall(self.snapshot, self.query_vector, self.pending), chosen, vectors)
 
     def semantic_search(self, query: str, k: int, namespace: str) -> list[tuple[str, float]]:
         """The k live memories of `namespace` nearest to `query` by meaning: (id, cosine), best first."""
-        query_vector = self.query_vector(query)
         with self.snapshot(False) as (conn, now):
-            return self.vectors.hits(conn, query_vector, namespace, k, now)
+            return self.vectors.hits(conn, self.query_vector(query, conn), namespace, k, now)
 
     def hybrid_candidates(
         self, conn: Connection, query: str, namespace: str, query_vector: Any, depth: int, now: int

@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--process-runs", type=int, default=7, help="runs of each recall process (median reported)")
     parser.add_argument("--vectors-size", type=int, default=100_000, help="memories of the process and PostgreSQL vector scenarios")
     parser.add_argument("--vectors-big", type=int, default=1_000_000, help="memories of the big long-lived vector scenario")
+    parser.add_argument("--writers-size", type=int, default=10_000, help="memories of the store recalled beside writers")
+    parser.add_argument("--writers", type=int, default=4, help="processes adding memories while recall is timed")
     parser.add_argument("--sync-size", type=int, default=2_000, help="conversation turns of the embeddings sync scenario (at most the slice's 1,946)")
     parser.add_argument("--ops-sizes", type=int, nargs="+", default=[50_000, 500_000], help="live stores of the job-report scenario")
     parser.add_argument("--cli-runs", type=int, default=21, help="wall-time runs of memstore add and of its baseline")

@@ -136,6 +136,9 @@ def run_vectors(args, work: Path, queries: list[str]) -> dict:
         remove(path)
     out["postgresql"] = bench_postgresql(args, queries)
     out["sync"] = bench_sync(args, work)
+    from .beside_writers import bench_beside_writers
+
+    out["beside_writers"] = bench_beside_writers(args, work, queries)
     return out
 
 
@@ -227,6 +230,10 @@ def vector_rows(vec: dict) -> list[dict]:
         rows.append(dict(scenario=f"PostgreSQL+pgvector hybrid p50 ({lived['namespaces']:,} ns)", size=lived["size"],
                          memstore=lived["hybrid_p50"], baseline=lived["embed_p50"], ratio=lived["hybrid_p50"] - lived["embed_p50"],
                          ratio_def="s over embed", target="(for reference)", met=None))  # fmt: skip
+    if beside := vec.get("beside_writers"):
+        from .beside_writers import beside_writers_rows
+
+        rows += beside_writers_rows(beside)
     if sync := vec.get("sync"):
         rate = sync["embedder_sorted"] / sync["sync"]  # sync's texts per second over the sorted embedder's
         rows.append(dict(scenario="embeddings sync vs bare embedder (texts sorted by length)", size=sync["size"], memstore=sync["sync"],

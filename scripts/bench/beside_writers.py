@@ -1,0 +1,112 @@
+"""Recall beside writers (part of ``--only vectors``): an agent's recall must not wait for another
+writer's transaction.
+
+One store of ``--writers-size`` generated memories (default 10,000) with random unit vectors of the
+real model, queried by one process (one ``MemoryStore``) with the default recall, counting itself
+(``touch=True``, as ``memstore recall`` does), hybrid and lexical: first on the idle store, then
+while ``--writers`` processes (default 4) add memories as fast as they can, each add its own write
+transaction. Reported: p50 and p99 of the answer's latency, idle and beside the writers, in one run;
+target on SQLite: p99 beside the writers <= 2 x idle. A recall reads one snapshot and takes no write
+lock; its count is written after (at the store's next use of its engine, or its close): the run
+checks that every recall was counted once the store closed.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from memstore import MemoryStore
+from scripts.data import add_random_vectors, generate_records
+
+from .vectors import log, remove
+
+# A writer: adds memories in a loop until its deadline file appears, then prints how many it added.
+WRITER = """
+import sys, pathlib, itertools
+from memstore import MemoryStore
+path, name, stop = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
+with MemoryStore(path) as store:
+    for n in itertools.count():
+        if stop.exists():
+            print(n)
+            break
+        store.add(f"writer {name} noted fact number {n} about the build queue", namespace="writers")
+"""
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def timed_recalls(store: MemoryStore, queries: list[str], mode: str, counted: list[int]) -> list[float]:
+    """Each query recalled (and counted: touch=True) in `mode`; the latencies. `counted` gets the
+    number of memories each answer returned."""
+    latencies = []
+    for query in queries:
+        t = time.perf_counter()
+        answer = store.recall(query, 5, "ns0", mode=mode)
+        latencies.append(time.perf_counter() - t)
+        counted.append(len(answer))
+    return latencies
+
+
+def bench_beside_writers(args, work: Path, queries: list[str]) -> dict:
+    path = work / "beside-writers.db"
+    records, _ = generate_records(args.writers_size, args.seed)
+    for record in records:
+        record["namespace"] = "ns0"
+    with MemoryStore(str(path)) as store:
+        store.add_many(records)
+        add_random_vectors(store, [r["id"] for r in records], args.model_dir, args.seed)
+    out: dict = {"size": args.writers_size, "writers": args.writers, "queries": len(queries), "modes": {}}
+    with MemoryStore(str(path)) as store:
+        for _ in range(2):  # the query model loaded, lean and then optimized (see Embeddings.query_vector)
+            store.recall(queries[0], 5, "ns0", touch=False)
+        counted: list[int] = []
+        idle = {mode: timed_recalls(store, queries, mode, counted) for mode in ("hybrid", "lexical")}
+        stop = work / "writers.stop"
+        stop.unlink(missing_ok=True)
+        writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(n), str(stop)], cwd=work,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                   for n in range(args.writers)]  # fmt: skip
+        try:
+            time.sleep(1.0)  # the writers running at full speed before anything is timed
+            busy = {mode: timed_recalls(store, queries, mode, counted) for mode in ("hybrid", "lexical")}
+        finally:
+            stop.touch()
+            added = [int(writer.communicate(timeout=120)[0].strip() or 0) for writer in writers]
+    with MemoryStore(str(path)) as store:
+        recalled = sum(row["recall_count"] for row in store.iter_rows("ns0"))
+    expected = sum(r.get("recall_count", 0) for r in records) + sum(counted)
+    for mode in ("hybrid", "lexical"):
+        out["modes"][mode] = {
+            "idle_p50": statistics.median(idle[mode]), "idle_p99": percentile(idle[mode], 0.99),
+            "busy_p50": statistics.median(busy[mode]), "busy_p99": percentile(busy[mode], 0.99),
+        }  # fmt: skip
+        figures = out["modes"][mode]
+        log(f"  beside {args.writers} writers, {mode}: p50 {figures['busy_p50'] * 1e3:.1f} ms (idle {figures['idle_p50'] * 1e3:.1f}), "
+            f"p99 {figures['busy_p99'] * 1e3:.1f} ms (idle {figures['idle_p99'] * 1e3:.1f})")  # fmt: skip
+    out["added_by_writers"] = sum(added)
+    out["every_recall_counted"] = recalled == expected
+    log(f"  the writers added {sum(added):,} memories meanwhile; every recall counted: {out['every_recall_counted']}")
+    remove(path)
+    return out
+
+
+def beside_writers_rows(figures: dict) -> list[dict]:
+    rows = []
+    for mode, timed in figures["modes"].items():
+        ratio = timed["busy_p99"] / timed["idle_p99"]
+        rows.append(dict(scenario=f"recall p99 beside {figures['writers']} writers vs idle ({mode})", size=figures["size"],
+                         memstore=timed["busy_p99"], baseline=timed["idle_p99"], ratio=ratio, ratio_def="(busy/idle)",
+                         target="<= 2", met=ratio <= 2))  # fmt: skip
+        rows.append(dict(scenario=f"  recall p50 beside the writers vs idle ({mode})", size=figures["size"], memstore=timed["busy_p50"],
+                         baseline=timed["idle_p50"], ratio=timed["busy_p50"] / timed["idle_p50"], ratio_def="(busy/idle)",
+                         target="(for reference)", met=None))  # fmt: skip
+    return rows
+
