@@ -468,7 +468,7 @@ def test_the_bench_runs_at_a_small_size(tmp_path, model_dir):
         "scripts.bench", "--sizes", "400", "--repeats", "1", "--adds", "5", "--queries", "5", "--exhaustive-sample", "50",
         "--near-dup-max", "400", "--ops-sizes", "300", "600", "--cli-runs", "2", "--copy-size", "200", "--web-sizes", "300",
         "--web-namespaces", "5", "--web-runs", "2", "--importers-size", "30", "--langgraph-puts", "10", "--process-runs", "1",
-        "--vectors-size", "300", "--vectors-big", "600", "--sync-size", "40", "--model-dir", str(model_dir), "--workdir", str(tmp_path / "work"),
+        "--vectors-size", "300", "--vectors-big", "600", "--sync-size", "40", "--writers-size", "300", "--writers", "2", "--model-dir", str(model_dir), "--workdir", str(tmp_path / "work"),
         "--output", str(tmp_path / "bench.json"), "--no-targets",
     )  # fmt: skip
     assert f"wrote {tmp_path / 'bench.json'}" in out
