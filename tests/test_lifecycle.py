@@ -317,7 +317,8 @@ def test_cli_forget_update_supersede_history_and_restore(cli_store):
     run, path = cli_store
     forgot = run("forget", "city", "--reason", "moved")
     assert forgot.exit_code == 0
-    assert forgot.output == f"run 1: forgot city\nundo with: memstore --db {path} restore --run 1\n"
+    city = next(fact["text"] for fact in FACTS if fact["id"] == "city")
+    assert forgot.output == f"run 1: forgot city\n  archived: city  {city}\nundo with: memstore --db {path} restore --run 1\n"
     updated = run("update", "rate", "--text", "The API rate limit is 500 requests per minute.", "--importance", "5")
     assert updated.exit_code == 0
     printed = dict((line.split(None, 1) + [""])[:2] for line in updated.output.splitlines() if not line.startswith("undo"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .options import INTEGER, json_option, lifetime_options, open_store, parse_meta
-from .render import echo, print_history, print_json, print_row, print_undo
+from .render import FIRST_ARCHIVED, echo, print_history, print_json, print_row, print_undo, short
 
 
 @click.command()
@@ -27,7 +27,16 @@ def forget(ctx, memory_ids, reason, as_json) -> None:
     if as_json:
         return print_json(report.to_dict())
     echo(f"run {report.run_id}: forgot {', '.join(entry.id for entry in report.archived)}")
+    print_archived_texts(report.archived)
     print_undo(ctx, report.run_id)
+
+
+def print_archived_texts(archived) -> None:
+    """Each memory a correction archived, with its text (the first FIRST_ARCHIVED)."""
+    for entry in archived[:FIRST_ARCHIVED]:
+        echo(f"  archived: {entry.id}  {short(entry.text)}")
+    if len(archived) > FIRST_ARCHIVED:
+        echo(f"  ... and {len(archived) - FIRST_ARCHIVED} more (--json lists every one)")
 
 
 @click.command()
@@ -83,6 +92,7 @@ def supersede(ctx, old, by, as_json) -> None:
     if as_json:
         return print_json(report.to_dict())
     echo(f"run {report.run_id}: {old} superseded by {by}")
+    print_archived_texts(report.archived)
     print_undo(ctx, report.run_id)
 
 
