@@ -269,13 +269,15 @@ def print_flags(ctx: click.Context, page: dict[str, Any], *, settled: bool = Fal
     for flag in page["flags"]:
         scope = f" in {flag['namespace']}" if page["filter"].get("namespace") is None else ""
         state = "" if flag["status"] == "open" else f", {flag['status']}: {flag['verdict'] or ''} {when(flag['closed_at'])} UTC by run {flag['closed_by_run']}"
-        echo(f"flag {flag['id']}{scope}: {flag['reason']} (cosine {flag['similarity']:.3f}, raised {when(flag['flagged_at'])} UTC by run {flag['run_id']}{state})")
+        confidence = "" if flag.get("confidence") is None else f"confidence {flag['confidence']:.2f}, "
+        echo(f"flag {flag['id']}{scope}: {flag['reason']} ({confidence}cosine {flag['similarity']:.3f}, raised {when(flag['flagged_at'])} UTC by run {flag['run_id']}{state})")
         for side, label in (("older", "older"), ("newer", "newer, probably current")):
             gone = ", archived" if flag[f"{side}_state"] == "archived" else ""
             echo(f"  {label}: {flag[f'{side}_id']} ({when(flag[f'{side}_timestamp'])}{gone}): {short(flag[f'{side}_text'], 2 * SHORT_TEXT)}")
         differs = flag["differs"]
         if differs["older"] or differs["newer"]:
-            echo(f"  differs: {' '.join(differs['older']) or '(nothing)'} -> {' '.join(differs['newer']) or '(nothing)'}")
+            signal = f" ({flag['signal']})" if flag.get("signal") else ""
+            echo(f"  differs: {' '.join(differs['older']) or '(nothing)'} -> {' '.join(differs['newer']) or '(nothing)'}{signal}")
         if flag["status"] == "open" and not settled:
             keep_newer = command(ctx, f"supersede {shlex.quote(flag['older_id'])} --by {shlex.quote(flag['newer_id'])}")
             dismiss = command(ctx, f"flags dismiss {flag['id']}")
