@@ -7,7 +7,7 @@ import click
 from ..defaults import CHECK_K, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, STALE_THRESHOLD
 from ..validate import CAPACITY_MAX
 from .options import (
-    CHECKS_MODE_HELP, Fraction, all_archived_option, checks_options, chosen_namespace, int64, json_option, list_kept_option, mode_option, namespace_options,
+    CHECKS_MODE_HELP, Fraction, all_archived_option, checks_options, chosen_namespace, explain_empty, int64, json_option, list_kept_option, mode_option, namespace_options,
     open_store, parse_now, read_checks_file,
 )  # fmt: skip
 from .render import checks_document, print_checks, print_inventory, print_json, print_maintain, print_run
@@ -144,8 +144,11 @@ def report(ctx, namespace, all_namespaces, now, near_threshold, as_json) -> None
     Example:
         memstore report --now 2026-10-12 --json
     """
-    namespace = chosen_namespace(namespace, all_namespaces)
-    result = open_store(ctx).report(namespace, now=parse_now(now), near_threshold=near_threshold)
+    given, namespace = namespace is not None, chosen_namespace(namespace, all_namespaces)
+    store = open_store(ctx)
+    result = store.report(namespace, now=parse_now(now), near_threshold=near_threshold)
+    if not result["total_records"]:
+        explain_empty(store, namespace, given)
     print_json(result) if as_json else print_inventory(result)
 
 
