@@ -298,3 +298,24 @@ def test_a_template_naming_a_missing_field_fails(tmp_path):
         site = Site(store, "t" * 24, None, False)
         with pytest.raises(UndefinedError):
             site.templates.from_string("{{ flag.older_id }}").render(flag={"older": "a"})
+
+
+def test_the_live_chart_keeps_a_forget_off_the_store_wide_line_and_marks_undone_runs(tmp_path):
+    """A forget counts what it touched (live before 1): on the line it would drop the whole store's
+    count to 1. Only job runs are points; a run over every namespace is on the store's line; an
+    undone run's marker is hollow and its title says so."""
+    from memstore.web.health import live_chart
+
+    with MemoryStore(tmp_path / "s.db") as store:
+        store.add_many({"id": f"m{n}", "text": f"Fact {n}.", "namespace": "a" if n % 2 else "b", "importance": 1 + n % 5} for n in range(40))
+        first = store.consolidate(30, namespace=None).run_id
+        forget = store.forget(["m1"]).run_id
+        second = store.consolidate(10, namespace=None).run_id
+        store.restore(second)
+        svg = str(live_chart(list(reversed(store.runs())), "a", "a"))
+    points = re.findall(r"<title>([^<]*) at run #(\d+)( \(undone\))?: ([\d,]+)</title>", svg)
+    assert {int(run) for _, run, _, _ in points} == {first, second} and str(forget) not in {run for _, run, _, _ in points}
+    assert all(name.startswith("whole store") for name, _, _, _ in points)
+    assert {(int(run), bool(undone)) for _, run, undone, _ in points} == {(first, False), (second, True)}
+    assert 'fill="#fff"' in svg  # the undone run's hollow marker
+    assert ">live memories</text>" in svg and "job run, oldest to newest" in svg  # both axes say what they hold
