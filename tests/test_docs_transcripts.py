@@ -408,6 +408,8 @@ SCRIPT_RUNS = {
     "scripts.bench.startup": "test_the_start_up_comparison_runs_at_a_small_size",
     "scripts.bench.import_vectors": "test_the_import_bench_runs_at_a_small_size",
     "scripts.semantic_eval": "test_the_pair_figures_are_what_semantic_eval_prints",
+    "scripts.bench.flags": "tests/test_flags.py",  # the nightly contradict phase, tiny
+    "scripts.flag_streams": "tests/test_flags.py",  # the labelled streams, written again and compared
     "scripts.eval_recall": "tests/test_eval_recall.py",  # its evaluation, the same computation (3.5 min)
     "scripts.probe": "tests/test_probe.py",
     "scripts.torture": "tests/test_torture.py",
@@ -533,8 +535,8 @@ def test_the_systemd_units_verify_once_the_placeholder_path_is_replaced(tmp_path
 
 def test_every_install_line_names_this_distribution_and_a_real_extra():
     """`pip install 'memstore[...]'` fetched an unrelated PyPI package: every line with an extra, in
-    the docs and in memstore's own messages, installs from a clone (`-e '.[EXTRA]'`) or names this
-    distribution (`'memstore-agents[EXTRA]'`, which adds the extra where memstore is installed)."""
+    the docs and in memstore's own messages, installs from a clone (`'.[EXTRA]'`, editable or not) or
+    names this distribution (`'memstore-agents[EXTRA]'`, which adds the extra where memstore is installed)."""
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -542,5 +544,5 @@ def test_every_install_line_names_this_distribution_and_a_real_extra():
     lines = [(path, m) for path in sources for m in re.finditer(r"pip install (-e )?'([^'\[]*)\[([\w,]+)\]'", path.read_text(encoding="utf-8"))]
     assert len(lines) >= 10
     wrong = [f"{path.relative_to(REPO)}: {m[0]}" for path, m in lines
-             if (m[2] != "." if m[1] else m[2] != project["name"]) or not set(m[3].split(",")) <= set(project["optional-dependencies"])]  # fmt: skip
+             if m[2] not in (".", project["name"]) or (m[1] and m[2] != ".") or not set(m[3].split(",")) <= set(project["optional-dependencies"])]  # fmt: skip
     assert wrong == []
