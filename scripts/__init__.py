@@ -10,11 +10,13 @@ the root on ``sys.path``, where ``python -m`` and pytest put it, is what makes t
     .venv/bin/python -m scripts.torture [--quick] [--only NAME ...]
     .venv/bin/python -m scripts.probe [--trials N] [--size N]
     .venv/bin/python -m scripts.eval_recall           # recall on the labelled sets, LongMemEval and RealMem (the real model)
-    .venv/bin/python -m scripts.semantic_eval         # the duplicate/contradiction classifier
+    .venv/bin/python -m scripts.semantic_eval         # the duplicate/contradiction classifier and the contradiction flags
+    .venv/bin/python -m scripts.flag_streams          # writes the labelled streams the flags are measured on
+    .venv/bin/python -m scripts.bench.flags           # the nightly contradict phase: its cost, flags per 1,000 writes
 
 The modules: ``data`` (the one generator of synthetic memories and stores), ``stores`` (store
 files: copying them, and reading them from outside memstore), ``bench/``, ``torture/``, ``probe/``,
-``eval_recall`` (with ``longmemeval`` and ``realmem``, the public benchmarks' sets), ``semantic_eval``. The shell scripts beside them (``test``, ``quickstart``,
+``eval_recall`` (with ``longmemeval`` and ``realmem``, the public benchmarks' sets), ``semantic_eval`` (with ``flag_eval``, the contradiction flags, on ``flag_streams``'s streams). The shell scripts beside them (``test``, ``quickstart``,
 ``offline-model``) and the scheduling examples (``cron.example``, ``systemd/``) are run as files.
 Child processes of these programs run as modules too, from the root: ``module_command`` below.
 

@@ -7,11 +7,14 @@ run that one restore undoes; and the held-out figures of scripts/semantic_eval.p
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
 
 from memstore.cli import cli
+from .conftest import REPO
 from memstore.semantic.statements import FLAG_AT, RESOLVE_AT, conflict, merges, read
 
 
@@ -220,3 +223,33 @@ def test_flags_meet_the_targets_on_the_held_out_half(evaluation):
     assert pairs["merged"] == 0 and pairs["flagged"] >= pairs["flagged_before"] - 1
     # Updates an agent can trust: every flag the resolution would settle on the held-out half is a real change.
     assert evaluation["flags"]["at_resolve"]["precision"] == 1.0
+
+
+def test_the_docs_show_the_flag_figures_the_script_prints(evaluation, capsys):
+    """docs/semantic.md's block under "Contradiction flags" is what scripts/semantic_eval.py prints."""
+    from scripts import semantic_eval
+
+    semantic_eval.print_flags(evaluation)
+    printed = capsys.readouterr().out.splitlines()
+    page = (REPO / "docs" / "semantic.md").read_text(encoding="utf-8")
+    block = page.split("### Contradiction flags", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    assert [line for line in block.splitlines() if line not in printed] == []
+
+
+def test_the_streams_are_what_the_script_writes():
+    from scripts import flag_streams
+
+    written = [json.loads(line) for line in flag_streams.OUT.read_text(encoding="utf-8").splitlines()]
+    assert written == json.loads(json.dumps(flag_streams.streams()))
+
+
+@pytest.mark.slow
+def test_the_flag_bench_runs_at_a_small_size(model_dir, tmp_path):
+    """The bench's speed target is its own to judge at its documented size (--no-targets here)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "scripts.bench.flags", "--size", "300", "--writes", "40", "--runs", "1", "--model-dir", str(model_dir),
+         "--workdir", str(tmp_path), "--no-targets"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "flags / 1,000 writes" in done.stdout and "| statements  |" in done.stdout

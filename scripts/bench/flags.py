@@ -1,6 +1,6 @@
 """The nightly contradict phase on an agent-like store: what it costs and how many flags it raises.
 
-    .venv/bin/python -m scripts.bench.flags [--size 100000] [--writes 1000] [--runs 3]
+    .venv/bin/python -m scripts.bench.flags [--size 100000] [--writes 1000] [--runs 5]
 
 A store of ``--size`` memories made of agent-like streams, one namespace each (scripts/flag_streams.py's
 generators with fresh seeds: people, projects, operations, contacts; event logs, identifiers, lists,
@@ -102,11 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.bench.flags", description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--writes", type=int, default=1_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--model-dir", type=Path, default=REPO / ".model-cache" / "minilm")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-targets", action="store_true", help="print a missed speed target but do not fail on it (a run too small to judge speed)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="memstore-bench-flags-", dir=args.workdir) as tmp:
         state, run = Path(tmp) / "state.db", Path(tmp) / "run.db"
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             f = out[name]
             print(f"| {name:<11} | {f['median_seconds']:>8.3f} | {f['pairs']:>6} | {f['flags']:>5} | {f['flags_per_1000_writes']:>20} |")
         print(f"statements / classifier: {out['ratio']} (target <= 1.0)")
-    return 0 if out["ratio"] <= 1.0 else 1
+    return 0 if out["ratio"] <= 1.0 or args.no_targets else 1
 
 
 if __name__ == "__main__":
