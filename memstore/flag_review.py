@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, func, or_, select, update
 
 from .db import chunked, rows_in
 from .errors import MemstoreError, NotFoundError, ValidationError
@@ -36,8 +36,9 @@ FLAG_PAGE_MAX = 1_000
 
 @dataclass(frozen=True)
 class FlagFilter:
-    """Which flags: of one namespace (None: all), with `status` ("all": any), whose reason holds
-    `reason` (ignoring ASCII case), raised before `flagged_before` and at or after `flagged_after`
+    """Which flags: of one namespace (None: all), with `status` ("all": any), whose reason ("Dana's
+    manager: Priya Raman → Tom Becker") or signal ("a number differs: 100 vs 500") holds `reason`
+    (ignoring ASCII case), raised before `flagged_before` and at or after `flagged_after`
     (Unix ms)."""
 
     namespace: str | None = None
@@ -58,7 +59,8 @@ class FlagFilter:
         if self.status != "all":
             found.append(flags.c.status == self.status)
         if self.reason:
-            found.append(func.lower(flags.c.reason).contains(self.reason.lower(), autoescape=True))
+            wanted = self.reason.lower()
+            found.append(or_(func.lower(flags.c.reason).contains(wanted, autoescape=True), func.lower(flags.c.signal).contains(wanted, autoescape=True)))
         if self.flagged_before is not None:
             found.append(flags.c.flagged_at < self.flagged_before)
         if self.flagged_after is not None:

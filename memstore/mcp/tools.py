@@ -111,12 +111,19 @@ class Finding(TypedDict):
     top: list[Any]
 
 
+def _surest_first(flag: dict[str, Any]) -> tuple[float, int]:
+    """Open flags by confidence (highest first; a flag without one last), then newest first."""
+    return (-(flag.get("confidence") or 0.0), -flag["id"])
+
+
 class OpenFlag(TypedDict):
     id: int
     older_id: str
     newer_id: str
     similarity: float
-    reason: str
+    reason: str  # "subject: old → new"
+    confidence: float | None  # how sure the contradict phase is (None: raised before revision 0014)
+    signal: str | None  # what in the texts showed the change
     older_text: str | None
     newer_text: str | None
 
@@ -321,8 +328,9 @@ class Tools:
         Use it to judge whether memory needs tidying or a person's review. Each finding comes as
         {count, top}: the full count and at most 10 entries. Duplicate groups are lists of ids;
         near-duplicate pairs and contradiction flags are {ids, jaccard, ...}; open_flags are the
-        contradictions the maintenance job flagged for a person ({id, older_id, newer_id (probably
-        current), similarity, reason, older_text, newer_text}); stalest entries are {id, staleness
+        contradictions the maintenance job flagged for a person, surest first ({id, older_id, newer_id
+        (probably current), similarity, reason "subject: old → new", confidence, signal, older_text,
+        newer_text}); stalest entries are {id, staleness
         0..1, days_idle, recall_count, pinned}.
         """
         with tool_errors(self.location):
@@ -333,7 +341,7 @@ class Tools:
             "exact_duplicate_groups": _finding(found["exact_duplicate_groups"]),
             "near_duplicate_pairs": _finding(found["near_duplicate_pairs"]),
             "contradiction_flags": _finding(found["contradiction_flags"]),
-            "open_flags": _finding([fields(flag, OpenFlag) for flag in found["open_flags"]]),
+            "open_flags": _finding([fields(flag, OpenFlag) for flag in sorted(found["open_flags"], key=_surest_first)]),
             "stalest": _finding(stale),
         }
 
