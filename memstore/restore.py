@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, literal, select, update
 
 from . import vector_index
-from .db import chunked
+from .db import chunked, rows_in
 from .errors import MemstoreError, NotFoundError
 from .flag_lifecycle import close_flags, reopen_flags
 from .lifecycle import retire_update, undo_update
@@ -73,7 +73,8 @@ def _flags_read(conn: Connection, rows: list[dict[str, Any]], change: str | None
 
 
 def _flag_rows(conn: Connection, ids: list[int]) -> list[dict[str, Any]]:
-    return [dict(row) for row in conn.execute(select(flags).where(flags.c.id.in_(ids)).order_by(flags.c.id)).mappings()] if ids else []
+    """The flags `ids`, by id (one statement per CHUNK of them)."""
+    return sorted((dict(row._mapping) for row in rows_in(conn, select(flags), flags.c.id, ids)), key=lambda row: row["id"])
 
 
 def restore_in_transaction(conn: Connection, run_id: int, now: int, *, dry_run: bool = False) -> RestoreReport:
@@ -118,9 +119,8 @@ def _restore_phases(conn: Connection, run_id: int, now: int) -> RestoreReport:
     return report
 
 
-def _restore_run(conn: Connection, run_id: int, kind: str, params: Any, now: int) -> RestoreReport:
+def _restore_run(conn: Connection, run_id: int, run_kind: str, run_params: Any, now: int) -> RestoreReport:
     """Undo one run (not a maintain run, not a restore of one memory): see the module's docstring."""
-    run_kind, run_params = kind, params
     written, carried = undo_update(conn, run_id, run_params) if run_kind == "update" else (None, None)
     restored_ids = list(
         conn.execute(select(archive.c.id).where(archive.c.run_id == run_id).order_by(archive.c.id)).scalars()
