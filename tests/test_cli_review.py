@@ -155,9 +155,10 @@ def test_help_gives_ranges_in_words_not_64_bit_bounds():
         commands = [command, *getattr(command, "commands", {}).values()]
         for each in commands:
             text = each.get_help(click.Context(each, info_name=each.name))
-            assert "9223372036854775807" not in text and "9223372036854775808" not in text, each.name
+            assert "9223372036854775807" not in text and "<=x" not in text and "x<=" not in text, each.name
     restore_help = CliRunner().invoke(cli, ["restore", "--help"]).output
     assert "[1 or more]" in restore_help
+    assert "[default: 0.8; 0 to 1]" in CliRunner().invoke(cli, ["prune", "--help"]).output
 
 
 def busy_port() -> socket.socket:

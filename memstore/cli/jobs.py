@@ -14,7 +14,7 @@ from .render import checks_document, print_checks, print_inventory, print_json, 
 
 
 @click.command()
-@click.option("--capacity", "-c", type=click.IntRange(0, CAPACITY_MAX), required=True, help="Unpinned memories to keep per namespace.")
+@click.option("--capacity", "-c", type=int64(0, CAPACITY_MAX), required=True, help="Unpinned memories to keep per namespace.")
 @namespace_options
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
 @click.option("--full", is_flag=True, help="Deduplicate every key, not only those written since the last run.")
@@ -85,7 +85,7 @@ def prune(ctx, namespace, all_namespaces, stale_threshold, min_age_days, now, dr
 @click.command()
 @click.option("--phases", default=None, metavar="A,B", help="Only these phases (of check, expire, dedup, semantic, contradict, stale, evict, verify).")
 @namespace_options
-@click.option("--capacity", "-c", type=click.IntRange(0, CAPACITY_MAX), default=None, help="Unpinned memories to keep per namespace (evict; skipped without it).")
+@click.option("--capacity", "-c", type=int64(0, CAPACITY_MAX), default=None, help="Unpinned memories to keep per namespace (evict; skipped without it).")
 @click.option("--dry-run", is_flag=True, help="Show what every phase would do; write nothing.")
 @click.option("--duplicate-at", type=Fraction(0, 1), default=None, help="Cosine at which a pair may be one fact (default: the classifier's, see docs/semantic.md).")
 @click.option("--related-at", type=Fraction(0, 1), default=None, help="Cosine below which pairs are not compared (default: the classifier's).")

@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..defaults import RECALL_K
+from ..flag_review import FLAG_PAGE_MAX
 from ..records import now_ms
 from ..semantic.flags import FLAG_FILTERS
 from ..validate import parse_ttl
@@ -159,7 +160,7 @@ def flag_filter_options(fn):
 @click.option("--status", type=click.Choice(FLAG_FILTERS), default="open", show_default=True, help="Which flags: by status, or all.")
 @click.option("--sort", type=click.Choice(["newest", "strongest", "oldest"]), default="newest", show_default=True,
               help="Raised last first, highest cosine first, or raised first first (ties by flag id).")  # fmt: skip
-@click.option("--limit", type=click.IntRange(1, 1000), default=FLAGS_SHOWN, show_default=True, help="Flags per page.")
+@click.option("--limit", type=int64(1, FLAG_PAGE_MAX), default=FLAGS_SHOWN, show_default=True, help="Flags per page.")
 @click.option("--offset", type=int64(0), default=0, help="Skip the first N flags (the next page).")
 @json_option
 @click.pass_context

@@ -15,7 +15,7 @@ import click
 from ..defaults import CHECK_K, DEFAULT_NAMESPACE, RECALL_MODES
 from ..io import iso_to_ms, parse_moment, read_checks, strict_json
 from ..store import MemoryStore
-from ..validate import INT64_MAX, INT64_MIN, parse_ttl
+from ..validate import CAPACITY_MAX, INT64_MAX, INT64_MIN, parse_ttl
 
 
 def mode_option(help: str) -> Callable[[Callable], Callable]:
@@ -131,18 +131,19 @@ class Int64(_AsciiDigits, click.IntRange):
     ascii_form = _ASCII_INTEGER
 
     def _describe_range(self) -> str:
-        """The range as --help words it: "1 or more", not "1<=x<=9223372036854775807" (the 64-bit
-        bounds are the databases', not a choice a person makes)."""
-        low = None if self.min == INT64_MIN else self.min
-        if low is None:
+        """The range as --help words it: "1 or more", "1 to 1000", not "1<=x<=9223372036854775807"
+        (the 64-bit bounds, and a capacity's 32, are the databases', not a choice a person makes)."""
+        if self.min == INT64_MIN:
             return "any integer"
-        return f"{low} or more"
+        if self.max in (INT64_MAX, CAPACITY_MAX):
+            return f"{self.min} or more"
+        return f"{self.min} to {self.max}"
 
 
-def int64(min: int = INT64_MIN) -> click.IntRange:
-    """An integer option within the databases' 64-bit integers: beyond them a query cannot even
-    bind the value."""
-    return Int64(min=min, max=INT64_MAX)
+def int64(min: int = INT64_MIN, max: int = INT64_MAX) -> click.IntRange:
+    """An integer option within the databases' 64-bit integers (beyond them a query cannot even
+    bind the value), or within `max` (a capacity: CAPACITY_MAX; a page: its largest)."""
+    return Int64(min=min, max=max)
 
 
 class Fraction(_AsciiDigits, click.FloatRange):
@@ -150,6 +151,9 @@ class Fraction(_AsciiDigits, click.FloatRange):
     comparison with NaN is false)."""
 
     ascii_form = _ASCII_DECIMAL
+
+    def _describe_range(self) -> str:
+        return f"{self.min:g} to {self.max:g}"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         number = click.FloatRange.convert(self, value, param, ctx)
