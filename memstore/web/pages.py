@@ -180,19 +180,19 @@ async def memories_page(request: Request) -> Response:
     site: Site = request.app.state.site
     params = request.query_params
     query, as_of_text = params.get("q", "").strip(), params.get("as_of", "").strip()
-    # Searching, an empty namespace is every namespace; listing, it is the default one.
-    asked = site.namespace if site.namespace is not None else params.get("namespace", DEFAULT_NAMESPACE if not query else "").strip()
-    namespace = asked or DEFAULT_NAMESPACE
-    as_of = parse_moment(as_of_text, "as of") if as_of_text else None
-    archived = params.get("archived") == "yes"
-    pinned = {"yes": True, "no": False}.get(params.get("pinned", ""))
-    expiring = params.get("expiring") == "week"
-    page = _offset(params.get("page")) if params.get("page") else 0
     if site.namespace is not None:
         names = [site.namespace]
     else:
         with read_transaction(site.store.engine) as conn:
             names = queries.suggested_namespaces(conn)
+    # Searching, no namespace is every namespace; listing, it is the largest (else the default).
+    asked = site.namespace if site.namespace is not None else params.get("namespace", "").strip()
+    namespace = asked or (names[0] if names else DEFAULT_NAMESPACE)
+    as_of = parse_moment(as_of_text, "as of") if as_of_text else None
+    archived = params.get("archived") == "yes"
+    pinned = {"yes": True, "no": False}.get(params.get("pinned", ""))
+    expiring = params.get("expiring") == "week"
+    page = _offset(params.get("page")) if params.get("page") else 0
     rows, next_cursor, answer, more = [], None, None, False
     if query:
         answer = search.search(site.store, query, asked or None, names, as_of=as_of, archived=archived)
