@@ -268,6 +268,8 @@ def print_flags(report: dict[str, Any], *, show_misses: bool = False) -> None:
     print()
     for name, ok in report["flag_targets"].items():
         print(f"target {name}: {'met' if ok else 'NOT MET'}")
+    for name, ok in flag_eval.reported(flags).items():
+        print(f"target {name}: {'met' if ok else 'NOT MET'} (reported; the exit code follows the targets above)")
     if show_misses:
         for label, rows in (("false flags", f["false"]), ("missed", f["missed"])):
             print()
