@@ -89,12 +89,12 @@ def grow_agent_store(store: MemoryStore, now: int) -> dict:
     return {"maintains": maintains}
 
 
-def start(db: Path | str, home: Path, tmp_path: Path) -> Server:
-    """`memstore web` on `db`, with HOME at `home` (the header then shows ~/agent.db)."""
+def start(db: Path | str, home: Path, tmp_path: Path, *args: str) -> Server:
+    """`memstore web` on `db` (with `args`), HOME at `home` (the header then shows ~/agent.db)."""
     port = free_port()
     env = {**{k: v for k, v in os.environ.items() if k != "MEMSTORE_WEB_TOKEN"}, "HOME": str(home)}
     log = (tmp_path / f"web-{port}.log").open("w")
-    process = subprocess.Popen([MEMSTORE, "--db", str(db), "web", "--listen", f"127.0.0.1:{port}"],
+    process = subprocess.Popen([MEMSTORE, "--db", str(db), "web", "--listen", f"127.0.0.1:{port}", *args],
                                stdout=subprocess.PIPE, stderr=log, text=True, env=env)  # fmt: skip
     first_line = process.stdout.readline().strip()
     deadline = time.monotonic() + 30
@@ -319,3 +319,21 @@ def test_the_live_chart_keeps_a_forget_off_the_store_wide_line_and_marks_undone_
     assert {(int(run), bool(undone)) for _, run, undone, _ in points} == {(first, False), (second, True)}
     assert 'fill="#fff"' in svg  # the undone run's hollow marker
     assert ">live memories</text>" in svg and "job run, oldest to newest" in svg  # both axes say what they hold
+
+
+def test_a_page_kept_to_one_namespace_reviews_its_own_flags_only(browser, agent, tmp_path):
+    store, _, _ = agent
+    kept = start(store.location, tmp_path, tmp_path, "--namespace", "contacts")
+    try:
+        context = browser.new_context(viewport=VIEWPORT)
+        page = context.new_page()
+        page.goto(kept.url)
+        page.goto(f"{kept.base}/flags?namespace=projects")
+        assert page.locator("p.count").inner_text() == "150 flags match; 1 to 20 below."  # contacts' own, nothing of projects
+        assert "projects" not in page.locator("main").inner_text()
+        page.get_by_role("button", name="Dismiss these 150").click()
+        assert store.flag_page("contacts")["total"] == 0 and store.flag_page("projects")["total"] == 150
+        context.close()
+    finally:
+        kept.process.terminate()
+        kept.process.wait(timeout=15)

@@ -76,6 +76,8 @@ async def flags_page(request: Request) -> Response:
         chosen["namespace"] or None, status=chosen["status"], reason=chosen["reason"] or None, sort=chosen["sort"],
         offset=offset, limit=FLAGS_PER_PAGE, **filter_moments(chosen["age"], now_ms()),
     )  # fmt: skip
+    if site.namespace is not None:  # a page kept to one namespace names no other
+        page["elsewhere"] = {}
     here = address(chosen, offset=page["offset"])
     return site.render(
         request, "flags.html", page=page, chosen=chosen, here=here, ages=AGES, sorts=SORTS, statuses=STATUSES,
