@@ -253,3 +253,16 @@ def test_the_flag_bench_runs_at_a_small_size(model_dir, tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "flags / 1,000 writes" in done.stdout and "| statements  |" in done.stdout
+
+
+def test_the_web_maintain_preview_says_why_it_would_flag(agent):
+    """The web page's maintain preview names each flag it would raise by its reason (in process,
+    the ASGI app behind its door, with the bearer token)."""
+    from starlette.testclient import TestClient
+
+    from memstore.web.pages import create_app
+
+    with TestClient(create_app(agent, token="t0ken"), base_url="http://127.0.0.1") as client:
+        page = client.get("/maintain", headers={"Authorization": "Bearer t0ken"})
+    assert page.status_code == 200
+    assert "Dana&#39;s manager: Priya Raman → Tom Becker" in page.text
