@@ -52,7 +52,7 @@ def recall(ctx, query, k, namespace, all_namespaces, archived, no_touch, mode, a
     else:
         rows = store.recall(query, k, namespace, touch=not no_touch, mode=mode, as_of=as_of)
     if not rows:
-        explain_empty(store, namespace, given)
+        explain_empty(store, namespace, given, refuse=False)  # an agent may recall before its first write
     if as_json:
         return print_json(rows)
     print_found_archived(rows) if archived else print_recalled(rows)

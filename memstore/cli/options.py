@@ -177,18 +177,21 @@ def chosen_namespace(namespace: str | None, all_namespaces: bool) -> str | None:
     return None if all_namespaces else (namespace or DEFAULT_NAMESPACE)
 
 
-def explain_empty(store: MemoryStore, namespace: str | None, given: bool) -> None:
+def explain_empty(store: MemoryStore, namespace: str | None, given: bool, *, refuse: bool = True) -> None:
     """After an answer with nothing in it for `namespace`: a namespace given (-n) that holds nothing
-    is an error naming the nearest ones; the default one holding nothing while others do gets a
-    hint on stderr. A store with nothing anywhere needs neither."""
+    is an error naming the nearest ones (`refuse=False`, for an agent's recall in a namespace it has
+    not written to yet: the same words as a hint on stderr, exit 0); the default one holding nothing
+    while others do gets a hint on stderr. A store with nothing anywhere needs neither."""
     if namespace is None:
         return
     known = store.namespace_known(namespace)
     if known["exists"] or not known["namespaces"]:
         return
-    if given:
-        nearest = f"; nearest: {', '.join(known['nearest'])}" if known["nearest"] else ""
+    nearest = f"; nearest: {', '.join(known['nearest'])}" if known["nearest"] else ""
+    if given and refuse:
         raise click.ClickException(f"no namespace {namespace!r} in this store{nearest} (--all-namespaces: every one)")
+    if given:
+        return click.echo(f"namespace {namespace!r} holds nothing{nearest}", err=True)
     shown = ", ".join(known["namespaces"][:NAMESPACES_SHOWN]) + (", ..." if len(known["namespaces"]) > NAMESPACES_SHOWN else "")
     click.echo(f"namespace {namespace!r} holds nothing; the store's namespaces: {shown} (-n NAME, or --all-namespaces)", err=True)
 
