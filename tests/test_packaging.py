@@ -3,8 +3,9 @@ builds the same wheel, and an installed memstore (no checkout in sight) runs the
 and starts each extra's face with that extra alone.
 
 The expected contents are computed from the tree (every file under memstore/, and the top-level
-migrations/ folder shipped as memstore/migrations/), never typed. The builds run on a copy of the
-source tree so they never write build/ or *.egg-info into the checkout.
+migrations/ folder shipped as memstore/migrations/), never typed. The wheel is the one the test run
+installed (scripts/test: MEMSTORE_TEST_DIST); a build made here runs on a copy of the source tree
+so it never writes build/ or *.egg-info into the checkout.
 """
 
 from __future__ import annotations
@@ -58,23 +59,28 @@ def package_files_in_wheel(wheel: Path) -> set[str]:
         return {name for name in archive.namelist() if not name.split("/", 1)[0].endswith(".dist-info")}
 
 
+def copy_of_the_source(where: Path) -> Path:
+    source = where / "src"
+    shutil.copytree(REPO_ROOT, source, ignore=NOT_SOURCE)
+    return source
+
+
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """`python -m build` on a copy of the source: an sdist, the wheel built from that sdist (what pip
-    builds from PyPI), and a wheel built straight from the tree (what `pip install .` builds)."""
-    work = tmp_path_factory.mktemp("build")
-    source = work / "src"
-    shutil.copytree(REPO_ROOT, source, ignore=NOT_SOURCE)
-    run([sys.executable, "-m", "build", "--outdir", str(work / "from-sdist")], cwd=source)
-    run([sys.executable, "-m", "build", "--wheel", "--outdir", str(work / "from-tree")], cwd=source)
-    (sdist,) = (work / "from-sdist").glob("memstore_agents-*.tar.gz")
-    (wheel,) = (work / "from-sdist").glob("memstore_agents-*.whl")
-    (tree_wheel,) = (work / "from-tree").glob("memstore_agents-*.whl")
-    return {"source": source, "sdist": sdist, "wheel": wheel, "tree_wheel": tree_wheel}
+    """The sdist and the wheel built from that sdist (what pip builds from PyPI): the ones this test
+    run installed (scripts/test builds them with `python -m build` and names their folder in
+    MEMSTORE_TEST_DIST), else built here from a copy of the source."""
+    given = os.environ.get("MEMSTORE_TEST_DIST")
+    folder = Path(given) if given else tmp_path_factory.mktemp("build") / "dist"
+    if not given:
+        run([sys.executable, "-m", "build", "--outdir", str(folder)], cwd=copy_of_the_source(folder.parent))
+    (sdist,) = folder.glob("memstore_agents-*.tar.gz")
+    (wheel,) = folder.glob("memstore_agents-*.whl")
+    return {"sdist": sdist, "wheel": wheel}
 
 
 def test_the_wheel_holds_every_file_of_the_tree_and_nothing_from_outside_the_package(builds):
-    expected = package_files_in_tree(builds["source"])
+    expected = package_files_in_tree(REPO_ROOT)
     shipped = package_files_in_wheel(builds["wheel"])
     # A sanity floor on the tree walk itself: the subpackages and data files that once went missing.
     assert {"memstore/recall/fusion.py", "memstore/web/templates/base.html", "memstore/py.typed",
@@ -85,8 +91,12 @@ def test_the_wheel_holds_every_file_of_the_tree_and_nothing_from_outside_the_pac
     assert not any(name.startswith("migrations/") for name in shipped)
 
 
-def test_the_wheel_built_from_the_sdist_holds_what_the_tree_builds(builds):
-    assert package_files_in_wheel(builds["wheel"]) == package_files_in_wheel(builds["tree_wheel"])
+def test_the_wheel_built_from_the_sdist_holds_what_the_tree_builds(builds, tmp_path):
+    """`pip install .` builds the wheel straight from the tree: the same files as from the sdist."""
+    source = copy_of_the_source(tmp_path)
+    run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path / "from-tree")], cwd=source)
+    (tree_wheel,) = (tmp_path / "from-tree").glob("memstore_agents-*.whl")
+    assert package_files_in_wheel(builds["wheel"]) == package_files_in_wheel(tree_wheel)
     with tarfile.open(builds["sdist"]) as archive:
         root = archive.getnames()[0].split("/", 1)[0]
         in_sdist = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
