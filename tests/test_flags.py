@@ -266,3 +266,35 @@ def test_the_web_maintain_preview_says_why_it_would_flag(agent):
         page = client.get("/maintain", headers={"Authorization": "Bearer t0ken"})
     assert page.status_code == 200
     assert "Dana&#39;s manager: Priya Raman → Tom Becker" in page.text
+
+
+def test_revision_0014_keeps_an_older_flags_reason_as_its_signal(tmp_path):
+    """A flag raised before revision 0014 had the signal as its reason: the upgrade copies it into
+    `signal` and leaves the confidence unknown; the downgrade drops both columns again."""
+    from alembic import command
+    from sqlalchemy import text
+
+    from memstore.db import make_engine, write_transaction
+    from memstore.migrate import alembic_config, upgrade
+
+    engine = make_engine(tmp_path / "store.db")
+    try:
+        upgrade(engine)
+        with write_transaction(engine) as conn:
+            command.downgrade(alembic_config(conn), "0013")
+        with write_transaction(engine) as conn:
+            conn.execute(text("INSERT INTO consolidation_runs (id, kind, started_at, finished_at, live_before, kept, duplicates, evicted)"
+                              " VALUES (1, 'contradict', 1, 1, 0, 0, 0, 0)"))
+            conn.execute(text("INSERT INTO contradiction_flags (namespace, older_id, newer_id, similarity, reason, status, run_id, flagged_at)"
+                              " VALUES ('default', 'a', 'b', 0.9, 'a number differs: 100 vs 500', 'open', 1, 1)"))  # fmt: skip
+            command.upgrade(alembic_config(conn), "0014")
+        with engine.connect() as conn:
+            row = conn.execute(text("SELECT reason, signal, confidence FROM contradiction_flags")).one()
+        assert tuple(row) == ("a number differs: 100 vs 500", "a number differs: 100 vs 500", None)
+        with write_transaction(engine) as conn:
+            command.downgrade(alembic_config(conn), "0013")
+        with engine.connect() as conn:
+            columns = {r[1] for r in conn.execute(text("PRAGMA table_info(contradiction_flags)"))}
+        assert "signal" not in columns and "confidence" not in columns
+    finally:
+        engine.dispose()
