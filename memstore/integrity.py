@@ -4,7 +4,7 @@ Finds what hand edits, crashes or an old tool can leave behind: a failed integri
 stored `norm_key` is not `normalize_key(text)` (say, text edited in the sqlite3 shell), ids live and
 archived at once, a schema not at head, index drift, a full-text index or live counts out of step,
 WAL switched off, a store file that other local users can read, a vectors folder beside it that is
-not its user's own 0700 folder of private files (`memstore.semantic.vector_file`), a vector that is
+not its user's own 0700 folder of private files (`memstore.vectors.vector_file`), a vector that is
 not the model's (the wrong length, a NaN or an infinity), a vector index out of step with the live
 memories' vectors.
 """
@@ -19,14 +19,14 @@ from sqlalchemy.exc import OperationalError
 
 from .db import chunked, read_transaction, rows_in, write_transaction
 from .errors import StoreBusyError
-from . import vector_index
 from .files import PRIVATE_FILE_MODE, folder_problem, remove_folder, shared_with_others
 from .live_counts import live_counts_by_namespace, recount_live
 from .migrate import SCHEMA_HEAD, current_revision, index_drift
 from .schema import FTS_TABLE, LIVE_COUNTS_TABLE, LIVE_COUNTS_TRIGGERS, SEQ_GUARD_TRIGGER, memories, memory_archive, memory_vectors
 from .normalize import normalize_key
-from .semantic.vector_file import directory_of
-from .semantic.vectors import EmbeddingModel, model_of
+from .vectors import index as vector_index
+from .vectors.storage import EmbeddingModel, model_of
+from .vectors.vector_file import directory_of
 
 FTS_TRIGGERS = tuple(f"{FTS_TABLE}_after_{event}" for event in ("insert", "delete", "update"))
 # Rows read per round trip when recomputing keys.

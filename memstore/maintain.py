@@ -25,7 +25,6 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from .consolidate import consolidate_in_transaction
 from .db import checkpoint, database_error, read_transaction, shown_location, write_transaction
-from .embeddings import Embeddings
 from .errors import MemstoreError, ValidationError
 from .expire import expire_in_transaction
 from .integrity import check_store
@@ -36,8 +35,9 @@ from .recall_checks import run_checks
 from .runs import drop_empty_run, group_finish, group_phase, insert_run
 from .semantic.phases import contradict_in_transaction, semantic_in_transaction
 from .semantic.statements import RESOLVE_AT
-from .semantic.vectors import model_of
 from .validate import require_capacity, require_days, require_fraction
+from .vectors.embeddings import Embeddings
+from .vectors.storage import model_of
 
 PHASES = ("check", "expire", "dedup", "semantic", "contradict", "stale", "evict", "verify")
 # What each phase needs to have succeeded first (if it was asked for).

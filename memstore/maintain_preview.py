@@ -24,16 +24,16 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine, Select, insert, select, union
 
-from . import vector_index
 from .db import make_engine, read_transaction, write_transaction
 from .defaults import CHECK_K, MIN_AGE_DAYS, STALE_THRESHOLD
-from .embeddings import Embeddings
 from .live_counts import recount_live
 from .maintain import MaintainReport, Options, PhaseResult, maintain, parse_phases
 from .migrate import upgrade
 from .recall import Recall
 from .schema import consolidation_runs, contradiction_flags, memories, memory_archive, memory_vectors, metadata
-from .semantic.vectors import count_pending, model_of
+from .vectors import index as vector_index
+from .vectors.embeddings import Embeddings
+from .vectors.storage import count_pending, model_of
 
 # Rows read from the store and written to the scratch store per batch.
 BATCH_ROWS = 2_000

@@ -235,8 +235,8 @@ def with_vectors(conn: Connection, rows: Iterator[dict[str, Any]]) -> Iterator[d
 
     from .db import rows_in
     from .schema import memory_vectors
-    from .semantic.vectors import model_of
-    from .vector_index import usable
+    from .vectors.storage import model_of
+    from .vectors.index import usable
 
     model = model_of(conn)
     while batch := list(islice(rows, EXPORT_BATCH)):

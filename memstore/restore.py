@@ -20,7 +20,6 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, literal, select, update
 
-from . import vector_index
 from .db import chunked, rows_in
 from .errors import MemstoreError, NotFoundError
 from .flag_lifecycle import close_flags, reopen_flags
@@ -32,6 +31,7 @@ from .schema import consolidation_runs as runs
 from .schema import contradiction_flags as flags
 from .schema import memory_archive as archive
 from .schema import memory_gaps as gaps
+from .vectors import index as vector_index
 
 
 @dataclass

@@ -15,7 +15,6 @@ from typing import Any
 
 from sqlalchemy import Connection, Float, bindparam, case, delete, false, func, insert, literal, or_, select, text, true, update
 
-from . import vector_index
 from .db import chunked, rows_in
 from .flag_lifecycle import close_flags
 from .lookups import stored_rows
@@ -25,6 +24,7 @@ from .schema import MEMORY_COLUMNS, RANK_ORDER, memories, memstore_settings
 from .schema import consolidation_runs as runs
 from .schema import memory_archive as archive
 from .schema import memory_merges as merges
+from .vectors import index as vector_index
 
 # PostgreSQL advisory-lock key held by jobs over every namespace (shared by per-namespace jobs).
 ALL_NAMESPACES_LOCK = 0x6D656D73746F7265  # "memstore"

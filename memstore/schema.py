@@ -258,7 +258,7 @@ LIVE_COUNTS_TRIGGERS = tuple(f"{LIVE_COUNTS_TABLE}_after_{event}" for event in (
 SEQ_GUARD_TRIGGER = "memories_seq_is_write_order"
 # Both backends: the live memories' vectors of the store's model, by namespace, where vector search
 # runs in the database (a sqlite-vec table and its shadow tables; a pgvector table and its
-# indexes); derived data kept by memstore.vector_index, created when the extension is there.
+# indexes); derived data kept by memstore.vectors.index, created when the extension is there.
 VECTOR_INDEX_TABLE = "memory_vector_index"
 
 

@@ -28,7 +28,7 @@ from .writes import AddResult, add_in_transaction, same_key_ids
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
-    from .embeddings import Embeddings
+    from .vectors.embeddings import Embeddings
     from .importers.apply import ImportReport
     from .integrity import CheckReport
     from .lifecycle import LifecycleReport
@@ -101,8 +101,8 @@ class MemoryStore(ReviewMethods):
 
     @cached_property
     def embeddings(self) -> Embeddings:
-        """The store's embedding model at work (memstore.embeddings): it keeps the loaded models."""
-        from .embeddings import Embeddings
+        """The store's embedding model at work (memstore.vectors.embeddings): it keeps the loaded models."""
+        from .vectors.embeddings import Embeddings
 
         return Embeddings(self.engine)
 

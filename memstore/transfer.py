@@ -31,13 +31,14 @@ from sqlalchemy import JSON, Column, Connection, Engine, Integer, Table, Text, c
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from . import vector_index
 from .db import database_url, make_engine, read_only_uri, read_transaction, shown_location, sqlite_driver, write_transaction
 from .errors import MemstoreError
 from .live_counts import recount_live
 from .migrate import VERSION_TABLE, upgrade
 from .schema import managed_outside_models, memories, memory_archive, consolidation_runs, metadata
-from .semantic.vectors import model_of, search_backend
+from .vectors import index as vector_index
+from .vectors.search import search_path
+from .vectors.storage import model_of
 
 # Rows read from the source per fetch and written per batch: large enough that the per-batch cost
 # vanishes, small enough that 100,000 vectors (1.5 kB each) are never held at once.
@@ -49,7 +50,7 @@ class CopyReport:
     source: str
     target: str
     rows: dict[str, int] = field(default_factory=dict)  # per table, in the order they were written
-    # Where vector search runs in the target (`semantic.vectors.search_backend`): "sqlite-vec" or
+    # Where vector search runs in the target (`vectors.search.search_path`): "sqlite-vec" or
     # "pgvector" (the index was rebuilt), "vector-file" or "numpy" (no extension here), or None (the
     # store has no embedding model).
     vector_search: str | None = None
@@ -276,7 +277,7 @@ def _rebuild_derived(conn: Connection) -> str | None:
         # The HNSW graph is built in memory when it fits: much quicker than spilling to disk.
         conn.execute(text("SET LOCAL maintenance_work_mem = '512MB'"))
     vector_index.rebuild(conn, model.name, model.dim)
-    return search_backend(conn, model)
+    return search_path(conn, model)
 
 
 __all__ = ["BATCH_ROWS", "CopyReport", "copy_into", "copy_store"]

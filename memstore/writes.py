@@ -122,8 +122,8 @@ def same_key_ids(conn: Connection, row: dict[str, Any], now: int) -> list[str]:
 def _store_embeddings(conn: Connection, items: Sequence[PreparedRow], now: int) -> None:
     """The vectors records came with, as vectors of the store's model, in the caller's transaction:
     each must be of that model and width, or nothing is written."""
-    from .semantic.embed import to_blob
-    from .semantic.vectors import model_of, store_vectors
+    from .vectors.embedder import to_blob
+    from .vectors.storage import model_of, store_vectors
 
     model = model_of(conn)
     for item in items:

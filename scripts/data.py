@@ -303,9 +303,9 @@ def add_random_vectors(store, ids: list[str], model_dir: Path, seed: int, *, reb
     """Enable the real model (`model_dir`) on `store` and file a random unit vector under it for each
     of `ids`, in batches; the vector index is dropped first and, with `rebuild_index`, built once
     over all of them at the end (quicker than row by row)."""
-    from memstore import vector_index
     from memstore.db import write_transaction
-    from memstore.semantic.vectors import model_of
+    from memstore.vectors import index as vector_index
+    from memstore.vectors.storage import model_of
 
     store.enable_embeddings(model_dir)
     with write_transaction(store.engine) as conn:
@@ -323,7 +323,7 @@ def file_random_vectors(store, ids: list[str], seed: int) -> None:
 
     from memstore.db import write_transaction
     from memstore.records import now_ms
-    from memstore.semantic.vectors import model_of, store_vectors
+    from memstore.vectors.storage import model_of, store_vectors
 
     rng = np.random.default_rng(seed)
     with write_transaction(store.engine) as conn:

@@ -294,7 +294,7 @@ def print_flags(report: dict[str, Any], *, show_misses: bool = False) -> None:
 def evaluate(model_dir: Path, *, tune: bool = False, half: str = "test") -> dict[str, Any]:
     """The report on `half` ("test", the result; "tune"; or "all"), and with `tune` how DUPLICATE_AT
     was chosen."""
-    from memstore.semantic.embed import Embedder
+    from memstore.vectors.embedder import Embedder
 
     embedder = Embedder(str(model_dir))
     pairs = load_jsonl(PAIRS_FILE)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from memstore import MemoryStore, vector_index
+from memstore import MemoryStore
 from memstore.db import write_transaction
 from memstore.records import now_ms
-from memstore.semantic.vectors import EmbeddingModel, model_of, set_model
+from memstore.vectors import index as vector_index
+from memstore.vectors.storage import EmbeddingModel, model_of, set_model
 from scripts.data import file_random_vectors
 
 NAMESPACES = 10

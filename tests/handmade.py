@@ -12,8 +12,8 @@ def store_handmade_vectors(store: MemoryStore, vectors: dict[str, list[float]], 
     """Enable the store's embeddings with a model of the vectors' width (which no process can load:
     every memory must get its vector here) and store `vectors`."""
     from memstore.db import write_transaction
-    from memstore.semantic.embed import to_blob
-    from memstore.semantic.vectors import EmbeddingModel, set_model, store_vectors
+    from memstore.vectors.embedder import to_blob
+    from memstore.vectors.storage import EmbeddingModel, set_model, store_vectors
 
     dim = len(next(iter(vectors.values())))
     with write_transaction(store.engine) as conn:

@@ -28,7 +28,8 @@ from memstore.cli import cli
 from memstore.db import read_transaction, write_transaction
 from memstore.records import now_ms
 from memstore.schema import memory_vectors, memstore_settings
-from memstore.semantic import vector_file, vectors
+from memstore.vectors.search import search
+from memstore.vectors.storage import model_of
 
 pytestmark = pytest.mark.every_python
 
@@ -153,10 +154,10 @@ def test_every_search_path_skips_it(embedded, kind, store_url):
     # which nothing finite is a candidate.
     for k in (1, 3, 10):
         with read_transaction(embedded.engine) as conn:
-            model = vectors.model_of(conn)
-            in_store = vectors.search(conn, model, query_vector, "default", k, now=now_ms())
-            from_files = vector_file.search(conn, model, query_vector, "default", k, now=now_ms())
-            in_memory = vectors.NamespaceVectors(model, "default").search(conn, query_vector, k, now=now_ms())
+            model = model_of(conn)
+            in_store, from_files, in_memory = (
+                search(conn, model, query_vector, "default", k, now=now_ms(), path=way) for way in ("numpy", "vector-file", "memory")
+            )
         for found in (in_store, from_files, in_memory):
             assert [memory_id for memory_id, _ in found] == [memory_id for memory_id, _ in in_store]
             assert BROKEN not in dict(found) and len(found) == min(k, 6) and all(math.isfinite(value) for _, value in found)

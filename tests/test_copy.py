@@ -18,7 +18,7 @@ from memstore.cli import cli
 from memstore.db import make_engine, read_transaction
 from memstore.records import now_ms
 from memstore.schema import FTS_TABLE, VECTOR_INDEX_TABLE, metadata
-from memstore.semantic.vectors import EmbeddingModel
+from memstore.vectors.storage import EmbeddingModel
 from memstore.transfer import copy_into
 
 from . import copy_history

@@ -18,7 +18,7 @@ from memstore.cli import cli
 from memstore.db import CHUNK, MAX_PARAMETERS, chunked, write_transaction
 from memstore.records import now_ms
 from memstore.schema import memory_vectors
-from memstore.semantic.vectors import EmbeddingModel, set_model, store_vectors
+from memstore.vectors.storage import EmbeddingModel, set_model, store_vectors
 
 # Vectors filed under a model of a few dimensions: what the limits concern is how many rows go in,
 # not how wide each vector is, and an HNSW build over 100,000 vectors of 384 takes over a minute

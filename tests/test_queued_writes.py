@@ -216,7 +216,7 @@ def test_a_vector_written_while_its_memory_is_being_archived_stays_out_of_the_pg
     from memstore.db import write_transaction
     from memstore.integrity import check_store
     from memstore.lifecycle import forget_in_transaction
-    from memstore.semantic.vectors import model_of, store_vectors
+    from memstore.vectors.storage import model_of, store_vectors
 
     with MemoryStore(pg_url) as store:
         store.add("A fact that is being archived.", id="m1")

@@ -332,7 +332,7 @@ def model_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def embedder(model_dir):
-    from memstore.semantic.embed import Embedder
+    from memstore.vectors.embedder import Embedder
 
     return Embedder(model_dir)
 
@@ -350,10 +350,10 @@ def test_the_offline_model_embeds_to_unit_vectors_of_384(embedder):
 
 @pytest.mark.parametrize("optimized", [True, False])
 def test_the_lean_query_model_embeds_what_fastembed_embeds(embedder, model_dir, optimized):
-    """Recall embeds its query without fastembed (memstore.semantic.query_model): the same vectors."""
+    """Recall embeds its query without fastembed (memstore.vectors.query_model): the same vectors."""
     import numpy as np
 
-    from memstore.semantic.query_model import QueryModel
+    from memstore.vectors.query_model import QueryModel
 
     lean = QueryModel(model_dir, optimized=optimized)
     texts = ["What breed is Maya's dog Biscuit?", "dark mode", "word " * 600, "", "Ünïcödé, emoji 🙂, 1,000 rpm"]
@@ -390,7 +390,7 @@ def test_a_paraphrase_is_closer_than_an_unrelated_memory(embedder):
 def test_vectors_round_trip_through_little_endian_blobs(embedder):
     import numpy as np
 
-    from memstore.semantic.embed import from_blob, from_blobs, to_blob
+    from memstore.vectors.embedder import from_blob, from_blobs, to_blob
 
     vectors = embedder.embed(["User lives in Lisbon.", "User lives in Porto."])
     blob = to_blob(vectors[0])
@@ -404,7 +404,7 @@ def test_vectors_round_trip_through_little_endian_blobs(embedder):
 
 
 def test_a_model_directory_loads_with_the_network_switched_off(model_dir, monkeypatch):
-    from memstore.semantic.embed import Embedder
+    from memstore.vectors.embedder import Embedder
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model tried to reach the network")
@@ -415,7 +415,7 @@ def test_a_model_directory_loads_with_the_network_switched_off(model_dir, monkey
 
 
 def test_a_bad_model_directory_is_a_clear_error(tmp_path):
-    from memstore.semantic.embed import Embedder
+    from memstore.vectors.embedder import Embedder
 
     with pytest.raises(MemstoreError, match="no model directory"):
         Embedder(tmp_path / "missing")
@@ -425,7 +425,7 @@ def test_a_bad_model_directory_is_a_clear_error(tmp_path):
 
 
 def test_a_missing_extra_says_what_to_install(model_dir, monkeypatch):
-    from memstore.semantic.embed import Embedder
+    from memstore.vectors.embedder import Embedder
 
     monkeypatch.setitem(sys.modules, "fastembed", None)  # import fastembed now raises ImportError
     with pytest.raises(MemstoreError, match=r"pip install 'memstore-agents\[semantic\]'"):

@@ -76,7 +76,7 @@ def test_archive_and_restore_keep_vectors(semantic):
 
 def test_a_new_model_makes_every_memory_pending(semantic):
     from memstore.db import write_transaction
-    from memstore.semantic.vectors import EmbeddingModel, model_of, set_model
+    from memstore.vectors.storage import EmbeddingModel, model_of, set_model
 
     with write_transaction(semantic.engine) as conn:
         current = model_of(conn)
@@ -94,8 +94,10 @@ def test_vector_index_answers_what_a_full_scan_answers(semantic):
     import numpy as np
 
     from memstore.db import read_transaction
-    from memstore.semantic.embed import from_blob
-    from memstore.semantic.vectors import NamespaceVectors, model_of, search
+    from memstore.vectors.embedder import from_blob
+    from memstore.vectors.held import MemoryCopy
+    from memstore.vectors.search import search
+    from memstore.vectors.storage import model_of
 
     semantic.forget(["t1", "c1"])
     with read_transaction(semantic.engine) as conn:
@@ -105,7 +107,7 @@ def test_vector_index_answers_what_a_full_scan_answers(semantic):
         ).all()
         query = from_blob(rows[0][1], model.dim) * 0.5 + from_blob(rows[1][1], model.dim) * 0.5
         expected = sorted(((memory_id, float(from_blob(blob, model.dim) @ query)) for memory_id, blob in rows), key=lambda r: (-r[1], r[0]))
-        in_memory = NamespaceVectors(model, "default")
+        in_memory = MemoryCopy(model, "default")
         for k in (1, 3, 7, 20):
             for got in (in_memory.search(conn, query.astype(np.float32), k, now=now_ms()), search(conn, model, query.astype(np.float32), "default", k, now=now_ms())):
                 assert [i for i, _ in got] == [i for i, _ in expected[:k]]
@@ -125,7 +127,7 @@ def test_a_long_lived_store_answers_hybrid_recall_from_memory_as_a_fresh_one_doe
             # The database's index reports cosines in float32; the same ranking, scores to a hair.
             assert [dict(row, score=None) for row in got] == [dict(row, score=None) for row in expected], (round_, query)
             assert all(math.isclose(a["score"], b["score"], abs_tol=1e-6) for a, b in zip(got, expected))
-    held = semantic.recaller.vectors.in_memory
+    held = semantic.recaller.vectors.copies
     assert list(held) and "u1" in held[next(iter(held))].position
 
 
@@ -159,8 +161,9 @@ def test_a_long_lived_store_forgets_the_vectors_of_a_model_set_again(store):
     import numpy as np
 
     from memstore.records import now_ms
-    from memstore.semantic.embed import to_blob
-    from memstore.semantic.vectors import EmbeddingModel, set_model, store_vectors
+    from memstore.vectors.embedder import to_blob
+    from memstore.vectors.search import search
+    from memstore.vectors.storage import EmbeddingModel, model_of, set_model, store_vectors
 
     store.add_many([{"id": f"m{i}", "text": f"fact {i}", "timestamp": i} for i in range(3)])
     first, second = EmbeddingModel("model-a", "/nonexistent/a", 4), EmbeddingModel("model-b", "/nonexistent/b", 4)
@@ -175,7 +178,7 @@ def test_a_long_lived_store_forgets_the_vectors_of_a_model_set_again(store):
 
     def hits() -> list[str]:
         with read_transaction(store.engine) as conn:
-            return [memory_id for memory_id, _ in store.recaller.vectors.hits(conn, query, "default", 3, now_ms())]
+            return [memory_id for memory_id, _ in search(conn, model_of(conn), query, "default", 3, now=now_ms(), held=store.recaller.vectors)]
 
     set_and_embed(first, vectors)
     assert hits() == hits() == ["m0", "m1", "m2"]  # the second from memory
@@ -580,13 +583,14 @@ def test_vectors_written_with_an_older_clock_are_still_seen(store):
     import numpy as np
 
     from memstore.db import read_transaction, write_transaction
-    from memstore.semantic.embed import to_blob
-    from memstore.semantic.vectors import NamespaceVectors, model_of, store_vectors
+    from memstore.vectors.embedder import to_blob
+    from memstore.vectors.held import MemoryCopy
+    from memstore.vectors.storage import model_of, store_vectors
 
     store.add_many([{"id": f"m{i}", "text": f"fact {i}"} for i in range(4)])
     store_handmade_vectors(store, {"m0": [1.0, 0.0, 0.0], "m1": [0.0, 1.0, 0.0]}, now=2000)
     with read_transaction(store.engine) as conn:
-        index = NamespaceVectors(model_of(conn), "default")
+        index = MemoryCopy(model_of(conn), "default")
         assert len(index.search(conn, np.array([1.0, 0.0, 0.0], dtype=np.float32), 10, now=now_ms())) == 2
     with write_transaction(store.engine) as conn:  # a clock stepped back, or a slower concurrent sync
         store_vectors(conn, model_of(conn), ["m2", "m3"], [to_blob([0.0, 0.0, 1.0]), to_blob([0.6, 0.8, 0.0])], 1500)

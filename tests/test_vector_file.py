@@ -1,5 +1,5 @@
 """Vector files: where the store's connection cannot hold sqlite-vec, searches read the vectors from
-files beside the store (memstore.semantic.vector_file), and answer exactly what NumPy over the
+files beside the store (memstore.vectors.vector_file), and answer exactly what NumPy over the
 store's own rows answers, through every change of the live set and of the vectors, after damage,
 and from a snapshot older than the files.
 
@@ -24,8 +24,9 @@ import memstore.db
 from memstore import MemoryStore
 from memstore.db import read_transaction, write_transaction
 from memstore.records import now_ms, one_memory
-from memstore.semantic import vector_file, vectors
-from memstore.semantic.embed import to_blob
+from memstore.vectors import storage, vector_file
+from memstore.vectors.embedder import to_blob
+from memstore.vectors.search import search
 from memstore.writes import add_in_transaction
 
 from .handmade import store_handmade_vectors
@@ -52,15 +53,15 @@ def records(first: int, count: int) -> list[dict]:
 def embed_more(store: MemoryStore, new: dict[str, list[float]], now: int) -> None:
     """Vectors for `new`, of the model the store has (no new model: the files are brought up to date)."""
     with write_transaction(store.engine) as conn:
-        model = vectors.model_of(conn)
-        vectors.store_vectors(conn, model, list(new), [to_blob(v) for v in new.values()], now)
+        model = storage.model_of(conn)
+        storage.store_vectors(conn, model, list(new), [to_blob(v) for v in new.values()], now)
 
 
 def both_ways(store: MemoryStore, queries: list[tuple[str, list[float]]], k: int) -> tuple[list, list]:
     with read_transaction(store.engine) as conn:
-        model = vectors.model_of(conn)
-        from_files = [vector_file.search(conn, model, np.array(q, dtype=np.float32), ns, k, now=now_ms()) for ns, q in queries]
-        in_store = [vectors.search(conn, model, np.array(q, dtype=np.float32), ns, k, now=now_ms()) for ns, q in queries]
+        model = storage.model_of(conn)
+        from_files = [search(conn, model, np.array(q, dtype=np.float32), ns, k, now=now_ms(), path="vector-file") for ns, q in queries]
+        in_store = [search(conn, model, np.array(q, dtype=np.float32), ns, k, now=now_ms(), path="numpy") for ns, q in queries]
     return from_files, in_store
 
 
@@ -136,13 +137,13 @@ def test_a_snapshot_older_than_the_files_answers_from_its_own_vectors(filled, db
     query = ("ns0", unit(rng))
     store.add("fact number 999", id="near", namespace="ns0", timestamp=999)  # live, not embedded yet
     with read_transaction(store.engine) as conn:  # this snapshot starts before its vector
-        model = vectors.model_of(conn)
-        before = vectors.search(conn, model, np.array(query[1], dtype=np.float32), "ns0", 10, now=now_ms())
+        model = storage.model_of(conn)
+        before = search(conn, model, np.array(query[1], dtype=np.float32), "ns0", 10, now=now_ms(), path="numpy")
         assert "near" not in [i for i, _ in before]
         with MemoryStore(db_path) as other:  # another process embeds it, right at the query
             embed_more(other, {"near": query[1]}, now=5000)
             assert_same_answers(other, seed=1)  # brings the files past this snapshot
-        assert vector_file.search(conn, model, np.array(query[1], dtype=np.float32), "ns0", 10, now=now_ms()) == before
+        assert search(conn, model, np.array(query[1], dtype=np.float32), "ns0", 10, now=now_ms(), path="vector-file") == before
     assert "near" in [i for i, _ in both_ways(store, [query], 10)[0][0]]
 
 
@@ -153,10 +154,10 @@ def test_a_dry_run_inside_a_write_transaction_leaves_the_files_as_they_were(fill
     before = {path.name: path.read_bytes() for path in folder.iterdir()}
     query = unit(rng)
     with pytest.raises(RuntimeError), write_transaction(store.engine) as conn:
-        store_conn_model = vectors.model_of(conn)
+        store_conn_model = storage.model_of(conn)
         add_in_transaction(conn, [one_memory("x", "uncommitted", "ns0", 1, None, False, None, None, None, None)], 1, skip_invalid=False)
-        vectors.store_vectors(conn, store_conn_model, ["uncommitted"], [to_blob(query)], 9000)
-        hits = vector_file.search(conn, store_conn_model, np.array(query, dtype=np.float32), "ns0", 3, now=now_ms())
+        storage.store_vectors(conn, store_conn_model, ["uncommitted"], [to_blob(query)], 9000)
+        hits = search(conn, store_conn_model, np.array(query, dtype=np.float32), "ns0", 3, now=now_ms(), path="vector-file")
         assert hits[0][0] == "uncommitted"  # the transaction sees its own vector, from the store
         raise RuntimeError("rolled back")
     assert {path.name: path.read_bytes() for path in folder.iterdir()} == before

@@ -30,7 +30,9 @@ import memstore.db
 from memstore import MemoryStore
 from memstore.db import read_transaction, write_transaction
 from memstore.records import now_ms
-from memstore.semantic import vector_file, vectors
+from memstore.vectors import storage, vector_file
+from memstore.vectors.embedder import to_blob
+from memstore.vectors.search import search
 
 from .handmade import store_handmade_vectors
 from .test_vector_file import NAMESPACES, assert_same_answers, embed_more, records, unit
@@ -63,7 +65,7 @@ def folder_of(db_path) -> Path:
 
 
 def file_of(db_path, namespace: str, suffix: str) -> Path:
-    return folder_of(db_path) / f"{vector_file._name(namespace)}{suffix}"
+    return folder_of(db_path) / f"{vector_file.file_stem(namespace)}{suffix}"
 
 
 def header(db_path, namespace: str) -> dict:
@@ -72,7 +74,7 @@ def header(db_path, namespace: str) -> dict:
 
 def store_counters(store: MemoryStore) -> tuple[int, int, int]:
     with read_transaction(store.engine) as conn:
-        found = vector_file.counters_of(conn, vectors.model_of(conn))
+        found = vector_file.counters_of(conn, storage.model_of(conn))
     return found.version, found.epoch, found.newest
 
 
@@ -89,9 +91,9 @@ def searched_in_a_write_transaction(store: MemoryStore, seed: int) -> None:
     rng = random.Random(seed)
     query = np.array(unit(rng), dtype=np.float32)
     with read_transaction(store.engine) as conn:
-        expected = vectors.search(conn, vectors.model_of(conn), query, "ns0", 5, now=now_ms())
+        expected = search(conn, storage.model_of(conn), query, "ns0", 5, now=now_ms(), path="numpy")
     with write_transaction(store.engine) as conn:
-        assert vector_file.search(conn, vectors.model_of(conn), query, "ns0", 5, now=now_ms()) == expected
+        assert search(conn, storage.model_of(conn), query, "ns0", 5, now=now_ms(), path="vector-file") == expected
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,7 +105,7 @@ def plant(folder: Path, target: Path) -> None:
     """Each namespace's files as links to the owner's `target`."""
     for namespace in NAMESPACES:
         for suffix in (".f32", ".json", ".lock"):
-            os.symlink(target, folder / f"{vector_file._name(namespace)}{suffix}")
+            os.symlink(target, folder / f"{vector_file.file_stem(namespace)}{suffix}")
 
 
 @pytest.mark.parametrize("whose", [pytest.param("another user's", marks=as_root), "the owner's, world-writable"])
@@ -182,9 +184,9 @@ def test_a_write_transaction_that_wrote_vectors_searches_the_store_and_leaves_th
     rng = random.Random(3)
     query = unit(rng)
     with pytest.raises(RuntimeError), write_transaction(store.engine) as conn:
-        model = vectors.model_of(conn)
-        vectors.store_vectors(conn, model, ["m0000"], [memstore.semantic.embed.to_blob(query)], 9000)
-        hits = vector_file.search(conn, model, np.array(query, dtype=np.float32), "ns0", 1, now=now_ms())
+        model = storage.model_of(conn)
+        storage.store_vectors(conn, model, ["m0000"], [to_blob(query)], 9000)
+        hits = search(conn, model, np.array(query, dtype=np.float32), "ns0", 1, now=now_ms(), path="vector-file")
         assert hits[0][0] == "m0000"  # its own, uncommitted vector
         raise RuntimeError("rolled back")
     assert {path.name: path.read_bytes() for path in folder_of(db_path).iterdir()} == before
@@ -291,9 +293,9 @@ def query_for(given: dict[str, list[float]], memory_id: str) -> tuple[str, list[
 
 def top_ids(store: MemoryStore, queries, k: int = 3) -> tuple[list, list]:
     with read_transaction(store.engine) as conn:
-        model = vectors.model_of(conn)
-        from_files = [[i for i, _ in vector_file.search(conn, model, np.array(q, dtype=np.float32), ns, k, now=now_ms())] for ns, q in queries]
-        in_store = [[i for i, _ in vectors.search(conn, model, np.array(q, dtype=np.float32), ns, k, now=now_ms())] for ns, q in queries]
+        model = storage.model_of(conn)
+        from_files = [[i for i, _ in search(conn, model, np.array(q, dtype=np.float32), ns, k, now=now_ms(), path="vector-file")] for ns, q in queries]
+        in_store = [[i for i, _ in search(conn, model, np.array(q, dtype=np.float32), ns, k, now=now_ms(), path="numpy")] for ns, q in queries]
     return from_files, in_store
 
 
@@ -311,7 +313,7 @@ def test_a_nan_row_is_found_and_the_file_rebuilt(store, db_path):
 
 def vector_file_dim(store: MemoryStore) -> int:
     with read_transaction(store.engine) as conn:
-        return vectors.model_of(conn).dim
+        return storage.model_of(conn).dim
 
 
 def test_a_header_ahead_of_the_store_is_rebuilt_and_new_vectors_are_found(store, db_path):

@@ -23,7 +23,8 @@ from memstore import MemoryStore, ValidationError
 from memstore.cli import cli
 from memstore.db import read_transaction, write_transaction
 from memstore.records import now_ms
-from memstore.semantic.vectors import model_of, search
+from memstore.vectors.search import search
+from memstore.vectors.storage import model_of
 
 from .conftest import REPO
 from .handmade import store_handmade_vectors
@@ -108,10 +109,11 @@ def test_search_in_the_index_answers_what_numpy_answers_over_the_namespace(store
 
 
 def _numpy_answer(conn, model, query, namespace: str, k: int):
-    from memstore.semantic.vectors import _top, namespace_vectors
+    from memstore.vectors.ranking import top
+    from memstore.vectors.storage import all_live_vectors
 
-    ids, vectors = namespace_vectors(conn, model, namespace, now=now_ms())
-    return _top(ids, vectors, query, k)
+    ids, vectors = all_live_vectors(conn, model, namespace, now=now_ms())
+    return top(ids, vectors, query, k)
 
 
 def test_the_kth_largest_cosine_is_found_through_block_maxima_exactly():
@@ -119,26 +121,26 @@ def test_the_kth_largest_cosine_is_found_through_block_maxima_exactly():
     size around the block's, every k, and values with many ties, it is the k-th largest."""
     import numpy as np
 
-    from memstore.semantic.vectors import TOP_BLOCK, _kth_largest
+    from memstore.vectors.ranking import TOP_BLOCK, kth_largest
 
     rng = np.random.default_rng(7)
     for size in (1, 2, TOP_BLOCK - 1, TOP_BLOCK, TOP_BLOCK + 1, 3 * TOP_BLOCK + 5, 5_000):
         for values in (rng.standard_normal(size).astype(np.float32), rng.integers(0, 4, size).astype(np.float32)):
             ordered = sorted(values.tolist(), reverse=True)
             for k in sorted({1, 2, 3, 40, size // 2 + 1, size} & set(range(1, size + 1))):
-                assert _kth_largest(values, k) == ordered[k - 1], (size, k)
+                assert kth_largest(values, k) == ordered[k - 1], (size, k)
 
 
 def test_a_nan_vector_is_never_a_neighbour():
     import numpy as np
 
-    from memstore.semantic.vectors import _top
+    from memstore.vectors.ranking import top
 
     vectors = np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (300, 1)) * np.linspace(0.1, 1, 300, dtype=np.float32)[:, None]
     vectors[5] = np.nan
     ids = [f"m{i:03d}" for i in range(300)]
-    assert [i for i, _ in _top(ids, vectors, np.array([1.0, 0.0], dtype=np.float32), 3)] == ["m299", "m298", "m297"]
-    assert "m005" not in [i for i, _ in _top(ids[:4] + ids[5:6], np.vstack([vectors[:4], vectors[5:6]]), np.array([1.0, 0.0]), 10)]
+    assert [i for i, _ in top(ids, vectors, np.array([1.0, 0.0], dtype=np.float32), 3)] == ["m299", "m298", "m297"]
+    assert "m005" not in [i for i, _ in top(ids[:4] + ids[5:6], np.vstack([vectors[:4], vectors[5:6]]), np.array([1.0, 0.0]), 10)]
 
 
 def test_past_sqlite_vecs_depth_limit_the_index_answers_what_numpy_answers(sqlite_store):
@@ -146,7 +148,7 @@ def test_past_sqlite_vecs_depth_limit_the_index_answers_what_numpy_answers(sqlit
     it, the nearest ones no longer live) must still give the NumPy path's answer."""
     import numpy as np
 
-    from memstore.vector_index import SQLITE_MAX_K
+    from memstore.vectors.index import SQLITE_MAX_K
 
     store = sqlite_store
     ties = SQLITE_MAX_K + 100
@@ -159,8 +161,8 @@ def test_past_sqlite_vecs_depth_limit_the_index_answers_what_numpy_answers(sqlit
     vectors |= {f"f{i:03d}": [0.0, 1.0, 0.0, 0.0] for i in range(20)}
     store_handmade_vectors(store, vectors)
     store.add_many([{"id": f"a{i}", "text": f"late tied fact {i}", "namespace": "ties", "timestamp": i} for i in range(5)])
-    from memstore.semantic.embed import to_blob
-    from memstore.semantic.vectors import store_vectors
+    from memstore.vectors.embedder import to_blob
+    from memstore.vectors.storage import store_vectors
 
     with write_transaction(store.engine) as conn:
         model = model_of(conn)
@@ -185,14 +187,15 @@ import numpy as np
 from memstore import MemoryStore
 from memstore.db import read_transaction, vec_loaded
 from memstore.records import now_ms
-from memstore.semantic import vector_file, vectors
+from memstore.vectors.search import search
+from memstore.vectors.storage import model_of
 path, queries = sys.argv[1], json.loads(sys.argv[2])
 with MemoryStore(path) as store, read_transaction(store.engine) as conn:
     status = store.embedding_status()
-    model = vectors.model_of(conn)
+    model = model_of(conn)
     answers = {
-        way.__name__: [way.search(conn, model, np.array(q, dtype=np.float32), ns, 7, now=now_ms()) for ns, q in queries]
-        for way in (vectors, vector_file)
+        way: [search(conn, model, np.array(q, dtype=np.float32), ns, 7, now=now_ms(), path=way) for ns, q in queries]
+        for way in ("numpy", "vector-file")
     }
     print(json.dumps({"loaded": vec_loaded(conn), "status": status, "answers": answers}))
 """
@@ -211,7 +214,7 @@ def test_a_python_without_sqlite_vec_answers_the_same_through_numpy(sqlite_store
     theirs = json.loads(done.stdout)
     assert theirs["loaded"] is False and theirs["status"]["search"] == "vector-file"
     assert "sqlite-vec is not installed" in theirs["status"]["notice"]
-    for way in ("memstore.semantic.vectors", "memstore.semantic.vector_file"):  # NumPy over SQL, over the files
+    for way in ("numpy", "vector-file"):  # NumPy over SQL, over the files
         answers = theirs["answers"][way]
         assert [[i for i, _ in answer] for answer in answers] == [[i for i, _ in answer] for answer in mine]
         assert all(abs(a - b) < 1e-9 for x, y in zip(answers, mine) for (_, a), (_, b) in zip(x, y))
@@ -386,7 +389,7 @@ def test_the_nightly_semantic_phase_asks_the_index_for_the_new_memories_neighbou
 def test_a_new_memory_with_more_neighbours_than_sqlite_vec_returns_gets_every_pair(sqlite_store):
     # sqlite-vec returns at most 4,096 neighbours: past that the phase compares with the matrix.
     from memstore.semantic.phases import _pairs_by_matrix, candidate_pairs
-    from memstore.vector_index import SQLITE_MAX_K
+    from memstore.vectors.index import SQLITE_MAX_K
 
     store = sqlite_store
     count = SQLITE_MAX_K + 100

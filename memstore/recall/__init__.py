@@ -11,7 +11,7 @@ live set or as of a past moment. One path whatever the moment; each module owns 
 * `fusion`: how hybrid recall scores a candidate (cosine plus its weighed share of the query's words).
 * `touch`: the answer as a caller gets it: recall counts touched, open contradiction flags marked.
 
-The database's own full-text search is `memstore.fulltext`; vector search, `memstore.semantic`.
+The database's own full-text search is `memstore.fulltext`; vector search, `memstore.vectors.search`.
 Importing this package loads none of its modules: `Recall`, `CheckRanking` and `fusion_depth` load
 on first use.
 """

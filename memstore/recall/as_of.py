@@ -16,7 +16,8 @@ from sqlalchemy import Connection
 
 from ..reads import rows_at
 from ..schema import is_unexpired
-from ..semantic.vectors import cosines, require_model
+from ..vectors.search import cosines
+from ..vectors.storage import require_model
 from .lexical import NamespaceCounts, ranked_at
 
 

@@ -2,8 +2,8 @@
 now or as of a past moment.
 
 `Recall` belongs to one `MemoryStore` object and keeps what is worth keeping between calls: the
-in-process vector index (`HeldVectors`) and the recalls counted but not written yet
-(`PendingTouches`). A recall reads everything in one read snapshot at one moment (the store's
+vectors of the namespaces it searched again, held in memory (`memstore.vectors.held.HeldCopies`),
+and the recalls counted but not written yet (`PendingTouches`). A recall reads everything in one read snapshot at one moment (the store's
 `snapshot(False)` opens a read transaction and reads the clock once inside it): whether the store
 has vectors, the store's model to embed the query with, both rankings and the open flags. It takes
 no write lock, so it never waits for a writer; the recall is counted after, by the store.
@@ -20,10 +20,12 @@ from sqlalchemy import Connection
 
 from ..defaults import RECALL_MODES
 from ..errors import MemstoreError, ValidationError
-from ..semantic.vectors import has_vectors
+from ..vectors.held import HeldCopies
+from ..vectors.search import search
+from ..vectors.storage import has_vectors, require_model
 from .as_of import AsOfSource
 from .fusion import Candidate
-from .live import HeldVectors, LiveSource
+from .live import LiveSource
 from .pipeline import Source, hybrid_candidates, ranked
 from .touch import PendingTouches, answered
 
@@ -46,7 +48,7 @@ class Recall:
         self.snapshot = snapshot
         self.query_vector = query_vector
         self.pending = pending if pending is not None else PendingTouches()
-        self.vectors = HeldVectors()
+        self.vectors = HeldCopies()
 
     def recall(
         self, query: str, k: int, namespace: str, *, touch: bool, mode: str | None, at: int | None = None
@@ -115,7 +117,7 @@ class Recall:
     def semantic_search(self, query: str, k: int, namespace: str) -> list[tuple[str, float]]:
         """The k live memories of `namespace` nearest to `query` by meaning: (id, cosine), best first."""
         with self.snapshot(False) as (conn, now):
-            return self.vectors.hits(conn, self.query_vector(query, conn), namespace, k, now)
+            return search(conn, require_model(conn), self.query_vector(query, conn), namespace, k, now=now, held=self.vectors)
 
     def hybrid_candidates(
         self, conn: Connection, query: str, namespace: str, query_vector: Any, depth: int, now: int

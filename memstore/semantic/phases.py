@@ -16,17 +16,18 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, insert, or_, select, update
 
-from .. import vector_index
 from ..db import rows_in
 from ..live_counts import live_counts
 from ..reference import stage1_order
 from ..runs import ConsolidationReport, archive_ids, archived_entries, finish_run, lock_jobs, max_seq, merge_recall_history, saved_marks, start_run
 from ..schema import contradiction_flags, memories, memory_vectors, unexpired
 from ..schema import consolidation_runs as runs
+from ..vectors import index as vector_index
+from ..vectors.embedder import from_blobs
+from ..vectors.ranking import FLOAT32_SLACK
+from ..vectors.storage import EmbeddingModel, live_vectors, newest_embedding, require_model
 from .pairs import DUPLICATE_AT, RELATED_AT, classify
-from .embed import from_blobs
 from .statements import CANDIDATE_AT, FLAG_AT, conflict, merges
-from .vectors import FLOAT32_SLACK, EmbeddingModel, live_vectors, newest_embedding, require_model
 
 # Rows of new vectors compared with the whole namespace per matrix product (bounds memory).
 BLOCK = 256

@@ -13,7 +13,7 @@ from sqlalchemy import Connection, and_, func, or_, select, text
 from ..defaults import DEFAULT_NAMESPACE
 from ..hygiene import staleness
 from ..live_counts import live_counts
-from ..semantic.vectors import model_of
+from ..vectors.storage import model_of
 from ..schema import LIVE_COUNTS_TABLE, RANK_ORDER, contradiction_flags, memories, unexpired
 from ..schema import consolidation_runs as runs
 from ..schema import memory_archive as archive

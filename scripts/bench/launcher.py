@@ -31,7 +31,7 @@ def run(command):
 def main() -> None:
     base, runs = json.loads(sys.argv[1]), int(sys.argv[2])
     # The first hybrid recall after the vectors were written, timed apart: where the store's sqlite3
-    # cannot hold sqlite-vec, it writes the namespace's vector file (memstore.semantic.vector_file).
+    # cannot hold sqlite-vec, it writes the namespace's vector file (memstore.vectors.vector_file).
     first = run(base)[0]
     hybrid, lexical, peak = [], [], []
     for _ in range(runs):

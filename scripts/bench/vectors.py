@@ -39,8 +39,8 @@ import time
 from pathlib import Path
 
 from memstore import MemoryStore
-from memstore.semantic import vector_file
-from memstore.semantic.embed import Embedder
+from memstore.vectors import vector_file
+from memstore.vectors.embedder import Embedder
 from scripts import REPO, module_command
 from scripts.data import add_random_vectors, generate_records
 

@@ -1,7 +1,7 @@
 """The probe's vector files (issue 40, findings 1 and 5; the probe runs them, see its docstring).
 
 Where this Python's sqlite3 cannot load sqlite-vec, search reads vector files kept in
-`STORE-vectors/` beside a SQLite store (memstore.semantic.vector_file). Here that folder is made by
+`STORE-vectors/` beside a SQLite store (memstore.vectors.vector_file). Here that folder is made by
 "another user" (chown to uid 65534, as root) or by the owner open to all, with a namespace's
 files planted as links to one of the owner's files; or that namespace's files are deleted, left
 half-written by a killed rewrite, or edited into odd shapes. Then the real `memstore recall` (which counts
@@ -69,10 +69,10 @@ class Copies:
     namespace, whose answers every copy must give)."""
 
     def __init__(self, work: Path, clone) -> None:
-        from memstore.semantic.vector_file import _name
+        from memstore.vectors.vector_file import file_stem
 
         self.work, self.clone = work, clone
-        self.names = {namespace: _name(namespace) for namespace in NAMESPACES}
+        self.names = {namespace: file_stem(namespace) for namespace in NAMESPACES}
         self.primed = clone("vectors-primed")
         found = {namespace: _recalled(work, self.primed, namespace) for namespace in NAMESPACES}
         problems = [problem for _, problem in found.values() if problem]

@@ -1,4 +1,5 @@
-"""The vector index: the live memories' vectors of the store's model, by namespace, inside the database.
+"""The vector index: the live memories' vectors of the store's model, by namespace, inside the database
+(the second of the four ways of `memstore.vectors.search`).
 
 SQLite: a sqlite-vec `vec0` virtual table with the namespace as its partition key and cosine
 distance, so a search scans one namespace inside SQLite. PostgreSQL: a pgvector column behind an
@@ -11,7 +12,7 @@ The index is derived data. `memory_vectors` holds every vector (archived memorie
 this table only what search needs. Nothing in the database keeps it in step (a trigger would need
 the extension, and the file must stay usable from the plain `sqlite3` shell): memstore does, in the
 same transactions, wherever memories become live or leave (`runs`, `restore`, the corrections) and
-wherever vectors are written (`semantic.vectors`). `memstore_settings['vector_index']` names the
+wherever vectors are written (`memstore.vectors.storage`). `memstore_settings['vector_index']` names the
 model the index holds when it is in step, and is 'stale' after a change this process could not
 apply (a SQLite without sqlite-vec): search then takes the NumPy path, and the next
 `embeddings sync` or `check --fix` rebuilds it.
@@ -33,9 +34,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, bindparam, delete, insert, select, text
 
-from .db import chunked, rows_in, vec_loaded
-from .schema import VECTOR_INDEX_TABLE as INDEX_TABLE
-from .schema import memories, memory_vectors, memstore_settings
+from ..db import chunked, rows_in, vec_loaded
+from ..schema import VECTOR_INDEX_TABLE as INDEX_TABLE
+from ..schema import memories, memory_vectors, memstore_settings
 
 STATE_SETTING = "vector_index"
 STALE = "stale"
@@ -59,7 +60,7 @@ PG_BUILD_MEMORY_MAX = 1024 * 1024
 
 
 def fits(blob: bytes, dim: int) -> bool:
-    """Whether a stored vector holds `dim` little-endian float32 values, as `semantic.embed.to_blob`
+    """Whether a stored vector holds `dim` little-endian float32 values, as `embedder.to_blob`
     writes them: what a row of a matrix of the model's vectors must be."""
     return len(blob) == 4 * dim
 

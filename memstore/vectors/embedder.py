@@ -8,7 +8,9 @@ Vectors are stored as little-endian float32 blobs (`to_blob` / `from_blob`); row
 so cosine similarity is a dot product.
 
 fastembed and NumPy are imported on first use, never by importing this module: the core of memstore
-runs without the ``semantic`` extra, and a command that needs it says which extra to install.
+runs without the ``semantic`` extra, and a command that needs it says which extra to install
+(`require_extra`). `local_pooling` reads how a model directory pools its tokens: `Embedder` and
+the lean `memstore.vectors.query_model.QueryModel` both pool as it says.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ INSTALL_HINT = "pip install 'memstore-agents[semantic]'"
 LOCAL_NAME_PREFIX = "onnx-sha256:"
 
 
-def _require(module: str) -> Any:
+def require_extra(module: str) -> Any:
     """Import an optional dependency of the semantic extra, or say how to install it."""
     from importlib import import_module
 
@@ -88,7 +90,7 @@ def _local_dim(directory: Path) -> int:
         for key in ("hidden_size", "dim", "d_model"):
             if isinstance(values.get(key), int):
                 return values[key]
-    ort = _require("onnxruntime")
+    ort = require_extra("onnxruntime")
     session = ort.InferenceSession(str(directory / MODEL_FILE), providers=["CPUExecutionProvider"])
     width = session.get_outputs()[0].shape[-1]
     if not isinstance(width, int):
@@ -96,8 +98,9 @@ def _local_dim(directory: Path) -> int:
     return width
 
 
-def _local_pooling(directory: Path) -> str:
-    """Mean pooling (sentence-transformers' default) unless 1_Pooling/config.json says CLS."""
+def local_pooling(directory: Path) -> str:
+    """How a model directory pools its tokens: "MEAN" (sentence-transformers' default) unless
+    1_Pooling/config.json says "CLS"."""
     pooling = directory / "1_Pooling" / "config.json"
     if pooling.is_file():
         with open(pooling) as f:
@@ -155,7 +158,7 @@ class Embedder:
             if self.directory is not None:
                 self._dim = _local_dim(self.directory)
             else:
-                fastembed = _require("fastembed")
+                fastembed = require_extra("fastembed")
                 try:
                     self._dim = fastembed.TextEmbedding.get_embedding_size(self.model_name)
                 except ValueError as error:
@@ -169,8 +172,8 @@ class Embedder:
 
     def _create(self) -> Any:
         if self.directory is None:
-            fastembed = _require("fastembed")
-            _require("numpy")
+            fastembed = require_extra("fastembed")
+            require_extra("numpy")
             try:
                 return fastembed.TextEmbedding(self.model_name, threads=self.threads)
             except Exception as error:  # unknown name, or the download failed (offline)
@@ -182,8 +185,8 @@ class Embedder:
         # files in place before any hub lookup, and local_files_only forbids a download besides.
         # (HF_HUB_OFFLINE is left alone: it would also stop a named model's download later in the
         # process.) tests/test_semantic_classify.py loads a directory with every connection refused.
-        fastembed = _require("fastembed")
-        _require("numpy")
+        fastembed = require_extra("fastembed")
+        require_extra("numpy")
         from fastembed.common.model_description import ModelSource, PoolingType
 
         registered_name = f"memstore-local/{self.model_name}"
@@ -191,7 +194,7 @@ class Embedder:
         if registered_name not in known:
             fastembed.TextEmbedding.add_custom_model(
                 model=registered_name,
-                pooling=PoolingType[_local_pooling(self.directory)],
+                pooling=PoolingType[local_pooling(self.directory)],
                 normalization=True,
                 # Never fetched: specific_model_path makes fastembed read the files in place.
                 sources=ModelSource(url=self.directory.as_uri()),
@@ -210,7 +213,7 @@ class Embedder:
     def embed_batches(self, texts: Iterable[str], batch_size: int = BATCH_SIZE) -> Iterator[np.ndarray]:
         """Embed `texts` lazily: yields one (m, dim) float32 array per batch of up to `batch_size`,
         so a caller can store each batch (and show progress) as it comes."""
-        np = _require("numpy")
+        np = require_extra("numpy")
         model = self._text_embedding()
         iterator = iter(texts)
         while batch := list(islice(iterator, batch_size)):
@@ -224,7 +227,7 @@ class Embedder:
     def embed(self, texts: Iterable[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
         """Embed `texts` into an (n, dim) float32 array of unit rows, in order. The texts are
         embedded shortest first (see LENGTH_WINDOW): a text's vector does not depend on its batch."""
-        np = _require("numpy")
+        np = require_extra("numpy")
         texts = list(texts)
         by_length = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
         batches = list(self.embed_batches((texts[i] for i in by_length), batch_size))
@@ -245,7 +248,7 @@ def to_blob(vector: Sequence[float] | np.ndarray) -> bytes:
 
 def from_blob(blob: bytes, dim: int) -> np.ndarray:
     """A stored blob back as a float32 vector of length `dim`."""
-    np = _require("numpy")
+    np = require_extra("numpy")
     if len(blob) != 4 * dim:
         raise MemstoreError(f"a vector blob of {len(blob)} bytes is not {dim} float32 values")
     return np.frombuffer(blob, dtype="<f4").astype(np.float32)
@@ -253,7 +256,7 @@ def from_blob(blob: bytes, dim: int) -> np.ndarray:
 
 def from_blobs(blobs: Iterable[bytes], dim: int) -> np.ndarray:
     """Many stored blobs as one (n, dim) float32 matrix (the NumPy search path)."""
-    np = _require("numpy")
+    np = require_extra("numpy")
     joined = b"".join(blobs)
     if len(joined) % (4 * dim):
         raise MemstoreError(f"vector blobs of {len(joined)} bytes in all are not rows of {dim} float32 values")

@@ -3,7 +3,7 @@
 Recall embeds one short text per call; a per-turn `memstore recall` should not pay for fastembed
 (`import fastembed` alone takes about a second: it loads image, hub and logging libraries). This
 loads only what the model directory needs, ONNX Runtime, `tokenizers` and NumPy, and computes
-exactly what fastembed computes for the same directory (`memstore.semantic.embed.Embedder`): the
+exactly what fastembed computes for the same directory (`memstore.vectors.embedder.Embedder`): the
 tokenizer truncated at the smaller of `model_max_length` and `max_length` in tokenizer_config.json,
 the special tokens of special_tokens_map.json added, zero token types, the first output pooled
 (mean over the attention mask in float64, or the first token where 1_Pooling/config.json asks for
@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .embed import MODEL_FILE, _local_pooling, _require
+from .embedder import MODEL_FILE, local_pooling, require_extra
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,13 +38,13 @@ class QueryModel:
     Runtime's graph optimizations turn the weights into float ones, which about doubles the memory
     a process needs (a recall process peaked at 305 MB with them, about 200 MB without) for a query
     embedded in 4 ms instead of about 18. A process that recalls once is better off without them,
-    one that keeps recalling with them (memstore.embeddings switches at the second query).
+    one that keeps recalling with them (`memstore.vectors.embeddings` switches at the second query).
     """
 
     def __init__(self, directory: str | Path, *, threads: int = 1, optimized: bool = True) -> None:
-        ort = _require("onnxruntime")
-        tokenizers = _require("tokenizers")
-        self.np = _require("numpy")
+        ort = require_extra("onnxruntime")
+        tokenizers = require_extra("tokenizers")
+        self.np = require_extra("numpy")
         directory = Path(directory)
         with open(directory / "tokenizer_config.json", encoding="utf-8") as f:
             config = json.load(f)
@@ -70,7 +70,7 @@ class QueryModel:
             options.add_session_config_entry("session.disable_prepacking", "1")
         self.session = ort.InferenceSession(str(directory / MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"])
         self.inputs = {node.name for node in self.session.get_inputs()}
-        self.pooling = _local_pooling(directory)
+        self.pooling = local_pooling(directory)
 
     def embed(self, text: str) -> np.ndarray:
         """`text` as a unit float32 vector."""

@@ -3,6 +3,8 @@
 `Embeddings` is owned by a `MemoryStore` and handed to whatever needs a model (recall, `maintain`):
 loading a model costs seconds, so each is created once per store object and kept here. Vectors are
 derived data: a sync embeds a batch per transaction, and an interrupted sync keeps what it finished.
+The top of the vectors wing: it uses the embedder, the query model, storage, the vector files and
+search's choice of the way (`memstore embeddings status` reports it), and nothing above the wing.
 """
 
 from __future__ import annotations
@@ -14,17 +16,15 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, select
 
-from .db import read_transaction, rows_in, write_transaction
-from .errors import MemstoreError
-from .records import now_ms
-from .semantic.embed import BATCH_SIZE, DEFAULT_MODEL, LENGTH_WINDOW, Embedder, to_blob
-from .schema import memories
-from .semantic.query_model import QueryModel
-from .semantic.vector_file import bring_up_to_date
-from .semantic.vectors import (
-    EmbeddingModel, count_pending, ensure_index, model_of, pending, require_model, search_backend, search_notice, set_model,
-    store_vectors, vector_file_store,
-)  # fmt: skip
+from ..db import read_transaction, rows_in, write_transaction
+from ..errors import MemstoreError
+from ..records import now_ms
+from ..schema import memories
+from .embedder import BATCH_SIZE, DEFAULT_MODEL, LENGTH_WINDOW, Embedder, to_blob
+from .query_model import QueryModel
+from .search import search_notice, search_path
+from .storage import EmbeddingModel, count_pending, ensure_index, model_of, pending, require_model, set_model, store_vectors
+from .vector_file import bring_up_to_date, vector_file_store
 
 
 class Embeddings:
@@ -47,8 +47,8 @@ class Embeddings:
         embedder = Embedder(DEFAULT_MODEL if model is None else model)
         chosen = EmbeddingModel(embedder.model_name, embedder.source, embedder.dim)
         with write_transaction(self.engine) as conn:
-            notice = set_model(conn, chosen)
-            search = search_backend(conn, chosen)
+            notice = set_model(conn, chosen) or search_notice(conn, chosen)
+            search = search_path(conn, chosen)
         self.batch_embedder = embedder
         return {"model": chosen.name, "source": chosen.source, "dim": chosen.dim, "search": search, "notice": notice}
 
@@ -67,7 +67,7 @@ class Embeddings:
                 return None
             return {
                 "model": model.name, "source": model.source, "dim": model.dim, "pending": count_pending(conn, model),
-                "search": search_backend(conn, model), "notice": search_notice(conn, model),
+                "search": search_path(conn, model), "notice": search_notice(conn, model),
             }  # fmt: skip
 
     def sync(

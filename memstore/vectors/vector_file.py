@@ -1,5 +1,5 @@
 """Vector files: a SQLite store's vectors kept beside it, one file per namespace, for a Python whose
-`sqlite3` cannot load sqlite-vec.
+`sqlite3` cannot load sqlite-vec (the third of the four ways of `memstore.vectors.search`).
 
 memstore opens a store with Python's own `sqlite3` only (`memstore.db.sqlite_driver`: a second copy
 of SQLite in the process must never open the file). Where that `sqlite3` cannot load extensions
@@ -11,9 +11,9 @@ opened by no SQLite at all:
     NAME.json   the namespace, the model, the store's counters it reflects, and the ids, in order
     NAME.f32    the vectors, little-endian float32, one row per id, in the same order
 
-NAME is a hash of the namespace. Like the in-memory `NamespaceVectors` they hold every vector of the
-model whose memory, live or archived, is in the namespace; liveness is checked in SQL on the best
-candidates. They are derived data: the store's `embedding_epoch_id` says whether a file is this
+NAME is a hash of the namespace (`file_stem`). Like the in-memory `held.MemoryCopy`, a `FileCopy`
+holds every vector of the model whose memory, live or archived, is in the namespace; liveness is
+checked in SQL on the best candidates. They are derived data: the store's `embedding_epoch_id` says whether a file is this
 store's, and its `vectors_version`, `embedding_epoch` and newest `embedded_at` whether it is
 current; a search brings it up to date first (reading only what was embedded since), or rebuilds
 it when the model changed or the file is damaged, missing or another store's. Deleting the directory loses
@@ -21,7 +21,7 @@ nothing. A rows file may run past the ids (a writer stopped before renaming the 
 are not read, and the next update overwrites them.
 
 A file is brought up to date from the store's latest committed state, read in a transaction of its
-own, also by a search inside a write transaction (a recall that counts itself) when that
+own, also by a search inside a write transaction (a job's recall checks) when that
 transaction has written no vector (its counters are the committed ones); one that has searches the
 store. A file is damaged, and rebuilt by the search that finds it so, when its header is not
 exactly what memstore writes (types, the model, the width, ids that are unique strings, no more
@@ -52,14 +52,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine
 
-from ..files import open_in_folder, open_private_folder, remove_node, replace_in_folder
 from ..db import WRITE_OPTION, read_transaction
-from .vectors import (
-    CANDIDATES_PER_RESULT, EmbeddingModel, _chosen, _ranked, current_counters, live_vectors, model_of,
-    namespace_vectors_since, newest_embedding, vector_file_store,
-)
-from .vectors import search as search_in_store
-
+from ..files import open_in_folder, open_private_folder, remove_node, replace_in_folder
+from . import index as vector_index
+from .ranking import CANDIDATES_PER_RESULT, candidates, exact_ranking
+from .storage import EmbeddingModel, current_counters, live_vectors, model_of, newest_embedding, vectors_to_copy
 
 if TYPE_CHECKING:
     import numpy as np
@@ -80,7 +77,17 @@ def directory_of(store_path: str) -> Path:
     return Path(store_path + "-vectors")
 
 
-def _name(namespace: str) -> str:
+def vector_file_store(conn: Connection, model: EmbeddingModel) -> str | None:
+    """The store's file when searches of this connection read vector files beside it: a SQLite file
+    whose connection cannot keep the vector index in it (no sqlite-vec here). Else None."""
+    database = conn.engine.url.database if conn.dialect.name == "sqlite" else None
+    if database in (None, "", ":memory:") or vector_index.ready(conn, model.name):
+        return None
+    return database
+
+
+def file_stem(namespace: str) -> str:
+    """The name of `namespace`'s files in the folder, before their suffix."""
     return hashlib.sha256(namespace.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
@@ -117,12 +124,12 @@ def _header_counters(meta: dict[str, Any]) -> Counters:
     return Counters(meta["version"], meta["epoch"], meta["epoch_id"], meta["newest"])
 
 
-class VectorFile:
+class FileCopy:
     """One namespace's vector file in the folder open as `folder` (see the module's docstring)."""
 
     def __init__(self, folder: int, model: EmbeddingModel, namespace: str) -> None:
         self.folder, self.model, self.namespace = folder, model, namespace
-        name = _name(namespace)
+        name = file_stem(namespace)
         self.meta_name, self.rows_name, self.lock_name = f"{name}.json", f"{name}.f32", f"{name}.lock"
         self.partial_prefix = f".{name}."  # of the partial files replace_in_folder writes
 
@@ -183,7 +190,7 @@ class VectorFile:
     def _rewrite(self, conn: Connection, latest: Counters) -> None:
         import numpy as np
 
-        _, fresh = namespace_vectors_since(conn, self.model, self.namespace, None)
+        _, fresh = vectors_to_copy(conn, self.model, self.namespace, None)
         ids, kept = sorted(fresh), []
 
         def blocks() -> Iterator[bytes]:
@@ -202,7 +209,7 @@ class VectorFile:
     def _append(self, conn: Connection, meta: dict[str, Any], latest: Counters) -> None:
         import numpy as np
 
-        _, fresh = namespace_vectors_since(conn, self.model, self.namespace, meta["newest"])
+        _, fresh = vectors_to_copy(conn, self.model, self.namespace, meta["newest"])
         if fresh and not np.isfinite(np.frombuffer(b"".join(fresh.values()), dtype="<f4")).all():
             return self._rewrite(conn, latest)  # a row in place cannot be left out: the file is written whole
         ids: list[str] = meta["ids"]
@@ -230,7 +237,7 @@ class VectorFile:
         replace_in_folder(self.folder, self.meta_name, [json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8")])
 
     def scan(self, conn: Connection, meta: dict[str, Any], query_vector: np.ndarray, k: int, now: int, *, verify: bool) -> list[tuple[str, float]]:
-        """What `vectors.search` answers, from the rows of `meta` (read under a shared lock), judged
+        """What `search.search` answers, from the rows of `meta` (read under a shared lock), judged
         on `conn`'s vectors. `verify`: the file claims `conn`'s snapshot, so each candidate's row
         must be the store's vector. Raises Damaged when a row is not what it should be."""
         import numpy as np
@@ -243,17 +250,17 @@ class VectorFile:
             coarse = self._cosines(rows, len(ids), query_vector)
             depth = max(CANDIDATES_PER_RESULT * k, 10)
             while True:
-                chosen = _chosen(coarse, min(depth, len(ids)))
+                chosen = candidates(coarse, min(depth, len(ids)))
                 held = self._rows(rows, chosen)
                 chosen_ids = [ids[i] for i in chosen]
-                candidates = _ranked(chosen_ids, held, query_vector)[: min(depth, len(ids))]
+                ranked = exact_ranking(chosen_ids, held, query_vector)[: min(depth, len(ids))]
                 # Judged on the vectors this snapshot holds: the file may be newer than the snapshot.
-                live, vectors = live_vectors(conn, self.model, [memory_id for memory_id, _ in candidates], self.namespace, now=now)
+                live, vectors = live_vectors(conn, self.model, [memory_id for memory_id, _ in ranked], self.namespace, now=now)
                 if verify and live:
                     at = {memory_id: i for i, memory_id in enumerate(chosen_ids)}
                     if not np.array_equal(held[[at[memory_id] for memory_id in live]], vectors):
                         raise Damaged(f"{self.rows_name}: a row is not the store's vector")
-                found = _ranked(live, vectors, query_vector)
+                found = exact_ranking(live, vectors, query_vector)
                 if len(found) >= k or depth >= len(ids):
                     return found[:k]
                 depth *= 4
@@ -312,30 +319,29 @@ def bring_up_to_date(engine: Engine, namespaces: Iterable[str]) -> int:
     try:
         with _folder(store_path) as folder:
             for namespace in wanted:
-                VectorFile(folder, model, namespace).update(engine)
+                FileCopy(folder, model, namespace).update(engine)
     except OSError:
         return 0
     return len(wanted)
 
 
-def search(
+def search_file(
     conn: Connection, model: EmbeddingModel, query_vector: np.ndarray, namespace: str, k: int, *, now: int
-) -> list[tuple[str, float]]:
-    """What `vectors.search` answers (at `now`), from the namespace's vector
-    file when the store is a SQLite file whose connection cannot keep the vector index, else (or
-    when the file cannot be used) as `vectors.search` does."""
+) -> list[tuple[str, float]] | None:
+    """What `search.search` answers (at `now`), from the namespace's vector file beside the store
+    `vector_file_store` names; None when the file cannot answer for this snapshot or cannot be
+    used (the search then reads the store's rows)."""
     store_path = vector_file_store(conn, model)
-    found = None
-    if store_path is not None and k > 0:
-        try:
-            with _folder(store_path) as folder:
-                found = _search_file(VectorFile(folder, model, namespace), conn, query_vector, k, now)
-        except OSError:
-            found = None
-    return search_in_store(conn, model, query_vector, namespace, k, now=now) if found is None else found
+    if store_path is None or k <= 0:
+        return None
+    try:
+        with _folder(store_path) as folder:
+            return _search_file(FileCopy(folder, model, namespace), conn, query_vector, k, now)
+    except OSError:
+        return None
 
 
-def _search_file(held: VectorFile, conn: Connection, query_vector: np.ndarray, k: int, now: int) -> list[tuple[str, float]] | None:
+def _search_file(held: FileCopy, conn: Connection, query_vector: np.ndarray, k: int, now: int) -> list[tuple[str, float]] | None:
     """The answer from `held`'s file, brought up to date (or rebuilt) first where it must be; None
     when the file cannot answer for this snapshot (search the store instead)."""
     mine = counters_of(conn, held.model)
