@@ -157,7 +157,7 @@ def dismiss_flags(
     namespace = namespaces[0] if len(namespaces) == 1 else None
     lock_jobs(conn, namespace)
     dismissed = [row["id"] for row in rows]
-    params: dict[str, Any] = {"dismissed": len(dismissed)}
+    params: dict[str, Any] = {"dismissed": len(dismissed), "flags": dismissed}  # which, still known once restored
     if chosen is not None:
         params["filter"] = chosen.to_dict()
     run_id = insert_run(conn, "dismiss", namespace, now, 0, params=params)
