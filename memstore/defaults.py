@@ -4,7 +4,7 @@ LangGraph store use these names, never the numbers.
 A threshold tuned with its rule stays beside the rule, and a face that offers it takes it from
 there: the classifier's `DUPLICATE_AT` and `RELATED_AT` (memstore.semantic.pairs), the report's
 `CONTRADICTION_THRESHOLD` and `STALE_AFTER_DAYS` (memstore.hygiene), hybrid recall's `LEXICAL_WEIGHT`
-(memstore.recall.fusion)."""
+(memstore.recall.fusion). The one unit of time the rules count in days is here too (`DAY_MS`)."""
 
 from __future__ import annotations
 
@@ -24,3 +24,6 @@ STALE_THRESHOLD = 0.8
 MIN_AGE_DAYS = 90
 # Jaccard similarity at which the report calls two memories near-duplicates.
 NEAR_DUPLICATE_THRESHOLD = 0.8
+
+# A day in Unix milliseconds, the unit every stored instant is in (ages in days, a week ahead, ...).
+DAY_MS = 86_400_000

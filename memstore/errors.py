@@ -34,6 +34,10 @@ def memory_not_found(memory_id: str, namespace: str | None = None) -> NotFoundEr
     return NotFoundError(f"no memory with id {memory_id!r}{scope}")
 
 
+class OutOfScopeError(MemstoreError):
+    """A view kept to one namespace (`MemoryStore.scoped`) was asked for what reads or changes every namespace."""
+
+
 class SchemaError(MemstoreError):
     """The database's schema is not one this memstore can use."""
 

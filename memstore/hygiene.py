@@ -22,10 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .defaults import NEAR_DUPLICATE_THRESHOLD
+from .defaults import DAY_MS, NEAR_DUPLICATE_THRESHOLD
 from .words import REPORT_NEGATIONS, token_set
 
-DAY_MS = 86_400_000
 STALE_AFTER_DAYS = 180
 CONTRADICTION_THRESHOLD = 0.5
 

@@ -19,7 +19,7 @@ from .defaults import DEFAULT_IMPORTANCE
 from .db import CHUNK, chunked
 from .item_values import lifetime_ms, memory_text, ttl_minutes, value_of
 from .lifecycle import extend_lifetimes, forget_in_transaction, update_in_transaction
-from .records import lifetime_change, one_memory, same_json
+from .records import one_memory, same_json, update_changes
 from .runs import lock_jobs, lock_key
 from .schema import memories, unexpired
 from .writes import add_in_transaction
@@ -93,11 +93,11 @@ def put_in_transaction(conn: Connection, puts: Sequence[Put], now: int) -> None:
         # A memory written by other means takes the key as its fact_key. The timestamp is now, as
         # update's own default: it keeps a change that only JSON sees (1 -> 1.0, 1 -> true), which
         # update's == would call "no change", from being refused.
-        changes: dict[str, Any] = {"text": text, "meta": meta, "timestamp": now}  # as MemoryStore.update builds it
-        if row["fact_key"] is None:
-            changes["fact_key"] = key
         no_expiry = ttl is None and row["expires_at"] is not None
-        changes.update(lifetime_change(None, ends_at, no_expiry, now, f"update {row['id']}"))
+        changes = update_changes(
+            now, f"update {row['id']}", text=text, meta=meta, timestamp=now, fact_key=key if row["fact_key"] is None else None,
+            expires_at=ends_at, no_expiry=no_expiry,
+        )
         update_in_transaction(conn, row["id"], changes, namespace, now)
     if new_items:
         add_in_transaction(conn, new_items, now, skip_invalid=False)

@@ -1,5 +1,5 @@
-"""Reads for the faces: one memory, a fact by its key, listings, counts, the live set at a past
-moment, runs, namespaces. Each runs on a connection inside the caller's read transaction, and what
+"""Reads for the faces: one memory, a fact by its key, listings (a keyset page in rank order among
+them), counts, the live set at a past moment, runs (of one namespace or all), namespaces. Each runs on a connection inside the caller's read transaction, and what
 is live is live at the caller's `now` (the facade reads the clock once per operation); every query
 that returns rows has a total order ending in id. Light on purpose: a per-turn `memstore list` or
 `show` loads only this."""
@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Select, Table, exists, func, not_, select, union_all
+from sqlalchemy import Connection, Select, Table, and_, exists, func, not_, or_, select, union_all
+
+from .defaults import DAY_MS
 
 from .errors import NotFoundError, ValidationError, memory_not_found
 from .lookups import stored_rows, texts_of
@@ -86,6 +88,28 @@ def count_rows(conn: Connection, namespace: str | None, now: int, *, archived: b
 AS_OF_COLUMNS = tuple(name for name in MEMORY_COLUMNS if name != "seq")
 
 
+def rank_page(
+    conn: Connection, namespace: str, now: int, *, after: tuple[int, int, str] | None, limit: int,
+    pinned: bool | None = None, expiring_days: int | None = None,
+) -> list[dict[str, Any]]:
+    """Up to `limit` live memories of `namespace` in rank order (importance, newest, id), starting
+    after the cursor `after` = (importance, timestamp, id) of the last row shown: a keyset page,
+    as fast on page 1,000 as on page 1; `pinned` and `expiring_days` (expiring within) narrow it."""
+    query = select(memories).where(memories.c.namespace == namespace, unexpired(memories, now))
+    if pinned is not None:
+        query = query.where(memories.c.pinned == pinned)
+    if expiring_days is not None:
+        query = query.where(memories.c.expires_at.is_not(None), memories.c.expires_at <= now + expiring_days * DAY_MS)
+    if after is not None:
+        importance, timestamp, last_id = after
+        query = query.where(or_(
+            memories.c.importance < importance,
+            and_(memories.c.importance == importance, memories.c.timestamp < timestamp),
+            and_(memories.c.importance == importance, memories.c.timestamp == timestamp, memories.c.id > last_id),
+        ))  # fmt: skip
+    return [dict(row) for row in conn.execute(query.order_by(*RANK_ORDER).limit(limit)).mappings()]
+
+
 def present_rows(table: Table, at: int, namespace: str | None) -> Select:
     """The rows of `table` (memories or the archive) that the live table held at the moment `at`.
 
@@ -127,9 +151,13 @@ def rows_at(
     return [dict(row) for row in conn.execute(query).mappings()]
 
 
-def run_rows(conn: Connection, limit: int | None, offset: int = 0) -> list[dict[str, Any]]:
-    """Runs, newest first (`limit` of them from `offset`), each with `did` (what_it_did)."""
-    rows = [dict(row) for row in conn.execute(select(runs).order_by(runs.c.id.desc()).limit(limit).offset(offset)).mappings()]
+def run_rows(conn: Connection, limit: int | None, offset: int = 0, namespace: str | None = None) -> list[dict[str, Any]]:
+    """Runs, newest first (`limit` of them from `offset`), each with `did` (what_it_did); with
+    `namespace`, the runs of that namespace only (not those over every namespace)."""
+    query = select(runs).order_by(runs.c.id.desc()).limit(limit).offset(offset)
+    if namespace is not None:
+        query = query.where(runs.c.namespace == namespace)
+    rows = [dict(row) for row in conn.execute(query).mappings()]
     ids = [row["id"] for row in rows]
     raised, settled = ({}, {}) if not ids else (
         dict(conn.execute(select(column, func.count()).where(column.in_(ids)).group_by(column)).all())

@@ -229,6 +229,19 @@ def lifetime_change(ttl: float | None, expires_at: int | None, no_expiry: bool, 
     return {"expires_at": end} if end is not None or no_expiry else {}
 
 
+def update_changes(
+    now: int, location: str, *, text: str | None = None, importance: int | None = None, pinned: bool | None = None,
+    meta: Mapping[str, Any] | None = None, fact_key: str | None = None, timestamp: int | None = None,
+    ttl: float | None = None, expires_at: int | None = None, no_expiry: bool = False,
+) -> dict[str, Any]:
+    """The change set of an update (`MemoryStore.update`, a LangGraph put over a stored key): the
+    fields given (None: unchanged) and what changes of the lifetime (lifetime_change), at `now`."""
+    fields = {"text": text, "importance": importance, "pinned": pinned, "meta": meta, "fact_key": fact_key, "timestamp": timestamp}
+    changes: dict[str, Any] = {name: value for name, value in fields.items() if value is not None}
+    changes.update(lifetime_change(ttl, expires_at, no_expiry, now, location))
+    return changes
+
+
 def one_memory(text, id, namespace, timestamp, importance, pinned, fact_key, meta, ttl, expires_at) -> PreparedRow:
     """The row of one memory given field by field (MemoryStore.add and .remember). A `ttl` starts
     when the row is written (`PreparedRow.stamped`)."""

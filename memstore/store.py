@@ -15,12 +15,13 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from .db import BUSY_TIMEOUT_MS, BackgroundCheckpoints, default_location, is_sqlite, make_engine, read_transaction, shown_location, sqlite_file_missing, write_transaction
 from .defaults import CHECK_K, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, RECALL_K, STALE_THRESHOLD
-from .errors import MemstoreError, NotFoundError
+from .errors import NotFoundError
 from .io import write_jsonl
 from .migrate import upgrade
 from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, rows_at, run_rows, run_whole, with_vectors as add_vectors
-from .records import PreparedRow, lifetime_change, now_ms, one_memory, prepare_row
+from .records import PreparedRow, now_ms, one_memory, prepare_row, update_changes
 from .schema import MEMORY_COLUMNS
+from .store_files import FileMethods
 from .store_review import ReviewMethods
 from .validate import require_capacity, require_limit, require_moment
 from .writes import AddResult, add_in_transaction, same_key_ids
@@ -30,19 +31,19 @@ if TYPE_CHECKING:
 
     from .vectors.embeddings import Embeddings
     from .importers.apply import ImportReport
-    from .integrity import CheckReport
     from .lifecycle import LifecycleReport
     from .maintain import MaintainReport
     from .recall.recaller import Recall
     from .recall_checks import CheckResult
     from .restore import RestoreReport
     from .runs import ConsolidationReport
+    from .store_scoped import ScopedStore
 
 
 T = TypeVar("T")
 
 
-class MemoryStore(ReviewMethods):
+class MemoryStore(ReviewMethods, FileMethods):
     """A memory store in a SQLite file (a path) or any SQLAlchemy URL; opening it migrates it to head.
 
     >>> store = MemoryStore(tmp_path / "demo.db")              # doctest: +SKIP
@@ -267,6 +268,13 @@ class MemoryStore(ReviewMethods):
     def namespaces(self) -> list[str]:
         return self._read(lambda conn, now: namespace_names(conn, now))
 
+    def scoped(self, namespace: str | None) -> ScopedStore:
+        """This store seen through one namespace (None: every one), as a person's page sees it
+        (memstore.store_scoped): it reads and changes nothing of another namespace."""
+        from .store_scoped import ScopedStore
+
+        return ScopedStore(self, namespace)
+
     # -- recall ------------------------------------------------------------------------------
 
     def recall(
@@ -415,23 +423,6 @@ class MemoryStore(ReviewMethods):
 
         return preview(self.engine, phases, namespace, stale=stale, clock=now_ms)
 
-    # -- embeddings (the semantic extra) ---------------------------------------------------------
-
-    def enable_embeddings(self, model: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-        """Record the store's embedding model (a fastembed name, default all-MiniLM-L6-v2, or a local
-        directory); nothing is embedded yet (`sync_embeddings`), and a new model makes all pending."""
-        return self.embeddings.enable(model)
-
-    def embedding_status(self) -> dict[str, Any] | None:
-        """The store's model and how many live memories still need a vector; None if not enabled."""
-        return self.embeddings.status()
-
-    def sync_embeddings(self, *, batch_size: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-        """Embed every live memory without a vector of the store's model, a batch per transaction (an
-        interrupted sync keeps what it finished); `progress(done, total)` after each batch."""
-        options = {} if batch_size is None else {"batch_size": batch_size}
-        return self.embeddings.sync(progress=progress, **options)
-
     # -- forget, update, supersede ---------------------------------------------------------------
 
     def forget(self, ids: Sequence[str], *, reason: str | None = None, namespace: str | None = None) -> LifecycleReport:
@@ -452,11 +443,10 @@ class MemoryStore(ReviewMethods):
         Returns the new row plus `supersedes` and `run_id` (`restore(run_id)` undoes it)."""
         from .lifecycle import update_in_transaction
 
-        changes = {"text": text, "importance": importance, "pinned": pinned, "meta": meta, "fact_key": fact_key, "timestamp": timestamp}
-        changes = {name: value for name, value in changes.items() if value is not None}
+        fields = {"text": text, "importance": importance, "pinned": pinned, "meta": meta, "fact_key": fact_key, "timestamp": timestamp}
         with write_transaction(self.engine) as conn:
             now = now_ms()
-            changes.update(lifetime_change(ttl, expires_at, no_expiry, now, f"update {id}"))
+            changes = update_changes(now, f"update {id}", ttl=ttl, expires_at=expires_at, no_expiry=no_expiry, **fields)
             row, report = update_in_transaction(conn, id, changes, namespace, now, version_id=new_id)
         return {**row, "supersedes": id, "run_id": report.run_id}
 
@@ -466,22 +456,6 @@ class MemoryStore(ReviewMethods):
         from .lifecycle import supersede_in_transaction
 
         return self._write(lambda conn, now: supersede_in_transaction(conn, old, by, namespace, now))
-
-    # -- the file ------------------------------------------------------------------------------
-
-    def backup(self, destination: str | os.PathLike[str], *, force: bool = False) -> dict[str, Any]:
-        """Copy the store to `destination` with SQLite's online backup API (consistent while others write)."""
-        if not self.is_sqlite:
-            raise MemstoreError("backup works on SQLite stores only; for PostgreSQL use pg_dump")
-        from .backup import backup_sqlite
-
-        return backup_sqlite(self.engine, destination, force=force)
-
-    def check(self, *, fix: bool = False) -> CheckReport:
-        """Integrity, keys, ids, schema and index checks; `fix` repairs keys and the recall index."""
-        from .integrity import check_store
-
-        return check_store(self.engine, fix=fix)
 
 
 __all__ = ["AddResult", "MemoryStore", "MEMORY_COLUMNS"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .defaults import DAY_MS
 from .errors import ValidationError
 
 INT64_MIN = -(2**63)
@@ -117,7 +118,7 @@ def require_fraction(value: Any, location: str) -> float:
 
 
 def require_days(value: Any, location: str) -> int:
-    return require_int(value, location, None, 0, INT64_MAX // 86_400_000)
+    return require_int(value, location, None, 0, INT64_MAX // DAY_MS)
 
 
 def require_rule_fields(record: Any, location: str) -> None:

@@ -321,3 +321,22 @@ def test_keyset_pages_walk_the_whole_rank_order_and_filters_narrow_it(store, sto
     finally:
         running.process.terminate()
         running.process.wait(timeout=15)
+
+
+def test_a_page_kept_to_one_namespace_lists_its_own_runs_behind_many_newer_runs_of_others(store):
+    """The runs of a page kept to one namespace are picked in SQL: its one run, older than 60 runs
+    of another namespace, is on its overview and its runs page (in process, the ASGI app alone)."""
+    from starlette.testclient import TestClient
+
+    from memstore.web.pages import create_app
+
+    store.add("Ours to forget.", id="ours", namespace="kept")
+    own = store.forget(["ours"]).run_id
+    store.add_many({"id": f"theirs{n}", "text": f"Theirs number {n}.", "namespace": "others"} for n in range(60))
+    newer = [store.forget([f"theirs{n}"]).run_id for n in range(60)]
+    with TestClient(create_app(store, token="t0ken", namespace="kept"), base_url="http://127.0.0.1") as client:
+        runs_page, overview = client.get("/runs"), client.get("/")
+        other = client.get(f"/runs/{newer[0]}")
+    assert runs_page.status_code == overview.status_code == 200 and other.status_code == 404
+    assert f'href="/runs/{own}"' in runs_page.text and f'href="/runs/{own}"' in overview.text
+    assert not any(f'href="/runs/{run_id}"' in runs_page.text for run_id in newer)

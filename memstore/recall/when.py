@@ -36,9 +36,9 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
+from ..defaults import DAY_MS
 from ..validate import INT64_MAX, INT64_MIN
 
-DAY_MS = 86_400_000
 # How long after an event a memory of it may be written, in days: added to every window's end.
 WRITTEN_WITHIN_DAYS = 7
 

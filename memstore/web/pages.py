@@ -1,10 +1,11 @@
 """The pages of `memstore web`: server-rendered HTML over one MemoryStore.
 
-Every action is a POST form that calls the MemoryStore method the CLI calls for it (so it is the
-same run `memstore restore` undoes) and answers with what it did and, where it archived something,
-the button that undoes it. Reads use the same methods, plus the page's own reads (`queries`).
-A page kept to one namespace (`--namespace`) answers an id or a run of another namespace exactly as
-one that does not exist.
+Every read and action is one call of the page's view of the store, `MemoryStore.scoped(namespace)`
+(memstore.store_scoped): an action calls the method the CLI calls for it (so it is the same run
+`memstore restore` undoes) and answers with what it did and, where it archived something, the
+button that undoes it. The view holds the scope rule: a page kept to one namespace (`--namespace`)
+answers an id or a run of another namespace exactly as one that does not exist, and is refused
+(403) what reads every namespace. No SQL and no transaction here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import hmac
 from urllib.parse import quote, urlencode
 import re
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,22 +27,20 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..db import database_error, read_transaction
+from ..db import database_error
 from ..defaults import DEFAULT_NAMESPACE
-from ..errors import MemstoreError, NotFoundError, ValidationError
+from ..errors import MemstoreError, NotFoundError, OutOfScopeError, ValidationError
 from ..io import parse_moment
-from ..maintain import PHASES
+from ..overview import STALENESS_BINS
 from ..records import memory_state, now_ms
 from ..store import MemoryStore
 from ..validate import INT64_MAX, INT64_MIN, parse_ttl
-from . import charts, queries, review, search, shown
+from . import charts, review, search, shown
 from .health import health_charts
 from .guard import CSRF_FIELD, csrf_value
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 50
-# maintain's phases that read every namespace's rows.
-STORE_WIDE_PHASES = ("check", "verify")
 # Reasons a memory leaves the live set, in the order the overview shows them.
 REASONS = ("duplicate", "semantic_duplicate", "evicted", "expired", "stale", "superseded", "forgotten")
 
@@ -76,12 +75,13 @@ def when(ms: int | None) -> str:
 
 @dataclass
 class Site:
-    store: MemoryStore
+    opened: InitVar[MemoryStore]
     token: str
     namespace: str | None  # the one namespace the page may see, or None for all
     read_only: bool
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, opened: MemoryStore) -> None:
+        self.store = opened.scoped(self.namespace)  # every read and action of the page goes through it
         # StrictUndefined: a template naming a field its value lacks fails (a test sees it), instead of printing "".
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True), undefined=StrictUndefined
@@ -102,12 +102,7 @@ class Site:
 
     def chosen_namespace(self, request: Request) -> str:
         """The namespace a page shows: the page's own, else the one asked for, else the default."""
-        if self.namespace is not None:
-            return self.namespace
-        return request.query_params.get("namespace") or DEFAULT_NAMESPACE
-
-    def scope(self) -> str | None:
-        return self.namespace
+        return self.store.within(request.query_params.get("namespace") or None) or DEFAULT_NAMESPACE
 
     async def form(self, request: Request) -> dict[str, str]:
         """The POSTed fields, once the page may write and the CSRF field matches."""
@@ -124,15 +119,12 @@ class Site:
 
 async def overview(request: Request) -> Response:
     site: Site = request.app.state.site
-    store, now = site.store, now_ms()
-    # Detailed: the namespace asked for, else the page's own, else the largest (queries.overview).
-    chosen = site.namespace if site.namespace is not None else request.query_params.get("namespace") or None
     show_all = request.query_params.get("all") == "yes"
-    with read_transaction(store.engine) as conn:
-        figures = queries.overview(conn, site.scope(), chosen, now, show_all=show_all)
+    # Detailed: the page's own namespace, else the one asked for, else the largest.
+    figures = site.store.overview(request.query_params.get("namespace") or None, show_all=show_all)
     chosen = figures.detail.namespace
-    health = health_charts(figures.runs, chosen, visible(chosen), queries.STALENESS_BINS, figures.staleness)
-    runs = store.runs(10) if site.scope() is None else [run for run in store.runs(50) if run["namespace"] == site.scope()][:10]
+    health = health_charts(figures.runs, chosen, visible(chosen), STALENESS_BINS, figures.staleness)
+    runs = site.store.runs(10)
     return site.render(
         request, "overview.html", rows=figures.rows, totals=figures.totals, namespace_count=figures.namespace_count, show_all=show_all,
         detail=figures.detail, reasons=REASONS, runs=runs, health=health, chosen=chosen, check=request.app.state.last_check,
@@ -143,8 +135,6 @@ async def embeddings_page(request: Request) -> Response:
     """The embedding model and how many live memories wait for a vector: a count over the store's
     rows, so a page of its own, one click from the overview (which scans nothing)."""
     site: Site = request.app.state.site
-    if site.scope() is not None:  # the count is the store's, every namespace's
-        raise HTTPException(403, "a page kept to one namespace does not show the store's embedding counts")
     return site.render(request, "embeddings.html", embeddings=site.store.embedding_status())
 
 
@@ -180,13 +170,9 @@ async def memories_page(request: Request) -> Response:
     site: Site = request.app.state.site
     params = request.query_params
     query, as_of_text = params.get("q", "").strip(), params.get("as_of", "").strip()
-    if site.namespace is not None:
-        names = [site.namespace]
-    else:
-        with read_transaction(site.store.engine) as conn:
-            names = queries.suggested_namespaces(conn)
+    names = site.store.suggested_namespaces()
     # Searching, no namespace is every namespace; listing, it is the largest (else the default).
-    asked = site.namespace if site.namespace is not None else params.get("namespace", "").strip()
+    asked = site.store.within(params.get("namespace", "").strip())
     namespace = asked or (names[0] if names else DEFAULT_NAMESPACE)
     as_of = parse_moment(as_of_text, "as of") if as_of_text else None
     archived = params.get("archived") == "yes"
@@ -202,11 +188,9 @@ async def memories_page(request: Request) -> Response:
         rows = site.store.list(namespace, as_of=as_of, limit=(page + 1) * PAGE_SIZE + 1)
         more, rows = len(rows) > (page + 1) * PAGE_SIZE, rows[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
     else:
-        with read_transaction(site.store.engine) as conn:
-            rows = queries.memory_page(
-                conn, namespace, now_ms(), after=_cursor(params.get("after")), limit=PAGE_SIZE + 1,
-                pinned=pinned, expiring_days=7 if expiring else None,
-            )  # fmt: skip
+        rows = site.store.rank_page(
+            namespace, after=_cursor(params.get("after")), limit=PAGE_SIZE + 1, pinned=pinned, expiring_days=7 if expiring else None
+        )
         if len(rows) > PAGE_SIZE:
             rows = rows[:PAGE_SIZE]
             last = rows[-1]
@@ -221,48 +205,27 @@ async def memories_page(request: Request) -> Response:
 async def memory_page(request: Request) -> Response:
     site: Site = request.app.state.site
     memory_id = request.path_params["memory_id"]
-    memory = site.store.get(memory_id, namespace=site.scope())
-    history = site.store.history(memory_id, namespace=site.scope())
+    memory = site.store.get(memory_id)
+    history = site.store.history(memory_id)
     state = memory_state(memory, now_ms())
     return site.render(request, "memory.html", memory=memory, history=history, state=state, done_run=shown.run_number(request.query_params.get("done")))
 
 
 async def runs_page(request: Request) -> Response:
-    """Every run, newest first, PAGE_SIZE at a time (a page kept to one namespace: its own runs
-    among them)."""
+    """Every run, newest first, PAGE_SIZE at a time (a page kept to one namespace: its own)."""
     site: Site = request.app.state.site
     offset = _offset(request.query_params.get("offset"))
     runs = site.store.runs(PAGE_SIZE + 1, offset=offset)
     following = offset + PAGE_SIZE if len(runs) > PAGE_SIZE else None
     runs = runs[:PAGE_SIZE]
-    if site.scope() is not None:
-        runs = [run for run in runs if run["namespace"] == site.scope()]
     return site.render(request, "runs.html", runs=runs, offset=offset, following=following, previous=max(offset - PAGE_SIZE, 0) if offset else None)
-
-
-def _run_shown(site: Site, run_id: int, offset: int = 0) -> dict[str, Any]:
-    """`MemoryStore.run` as the page may show it (PAGE_SIZE of what it archived from `offset`): on a
-    page kept to one namespace, a run of another reads as one that does not exist, and of a run over
-    every namespace only this one's part."""
-    try:
-        run = site.store.run(run_id, limit=PAGE_SIZE, offset=offset)
-    except NotFoundError:
-        run = None
-    scope = site.scope()
-    if run is None or (scope is not None and run["namespace"] not in (None, scope)):
-        raise NotFoundError(f"no run {run_id}")
-    if scope is not None:
-        for part in ("archived", "flags_raised", "flags_settled"):
-            run[part] = [entry for entry in run[part] if entry["namespace"] == scope]
-        run["restored"], run["restored_memories"], run["restored_total"] = [], [], 0  # every namespace's: not this page's to list
-    return run
 
 
 async def run_page(request: Request) -> Response:
     site: Site = request.app.state.site
     params = request.query_params
     offset = _offset(params.get("offset"))
-    run = _run_shown(site, _path_id(request, "run_id"), offset)
+    run = site.store.run(_path_id(request, "run_id"), limit=PAGE_SIZE, offset=offset)
     following = offset + PAGE_SIZE if offset + PAGE_SIZE < max(run["archived_total"], run["restored_total"]) else None
     return site.render(
         request, "run.html", run=run, undone=shown.run_number(params.get("undone")), reopened=_listed(params.get("reopened")),
@@ -285,9 +248,6 @@ def _listed(text: str | None) -> list[int]:
     return [number for number in map(shown.run_number, (text or "").split(",")) if number is not None]
 
 
-
-
-
 async def report_page(request: Request) -> Response:
     """The hygiene report of one namespace (`memstore report`): it reads the namespace's rows, so it
     is a page of its own, one click from the overview, not a figure on it."""
@@ -302,19 +262,13 @@ async def report_page(request: Request) -> Response:
     return site.render(request, "report.html", report=report, namespace=namespace, chart=chart)
 
 
-def _maintained_phases(site: Site) -> list[str] | None:
-    """maintain's phases a page runs: all (None), or on a page kept to one namespace, none of the
-    store-wide ones (they read, and name, every namespace's rows)."""
-    return None if site.scope() is None else [name for name in PHASES if name not in STORE_WIDE_PHASES]
-
-
 async def maintain_page(request: Request) -> Response:
     site: Site = request.app.state.site
     # The stale phase (archiving what nobody recalled for long) runs only when asked, as in the CLI.
     stale = request.query_params.get("stale") == "yes"
     # A GET reads only: the preview runs on a scratch copy of the namespace, embeds nothing and
     # leaves out the store-wide check (memstore.maintain_preview).
-    preview = site.store.maintain_preview(_maintained_phases(site), namespace=site.chosen_namespace(request), stale=stale)
+    preview = site.store.maintain_preview(site.chosen_namespace(request), stale=stale)
     return site.render(
         request, "maintain.html", report=preview, namespace=site.chosen_namespace(request), stale=stale,
         ran_nothing=request.query_params.get("ran") == "nothing", failed=request.query_params.get("failed", ""),
@@ -343,7 +297,7 @@ async def update_memory(request: Request) -> Response:
     site: Site = request.app.state.site
     fields = await site.form(request)
     memory_id = request.path_params["memory_id"]
-    current = site.store.get(memory_id, namespace=site.scope())
+    current = site.store.get(memory_id)
     changes: dict[str, Any] = {}
     if fields.get("text", current["text"]) != current["text"]:
         changes["text"] = fields["text"]
@@ -357,7 +311,7 @@ async def update_memory(request: Request) -> Response:
         changes["no_expiry"] = True
     elif expiry == "ttl" and fields.get("ttl", "").strip():
         changes["ttl"] = parse_ttl(fields["ttl"].strip(), "expires in")
-    row = site.store.update(memory_id, namespace=site.scope(), **changes)
+    row = site.store.update(memory_id, **changes)
     return _answer(_memory_path(row["id"]), row["run_id"])
 
 
@@ -365,7 +319,7 @@ async def forget_memory(request: Request) -> Response:
     site: Site = request.app.state.site
     fields = await site.form(request)
     memory_id = request.path_params["memory_id"]
-    report = site.store.forget([memory_id], reason=fields.get("reason") or None, namespace=site.scope())
+    report = site.store.forget([memory_id], reason=fields.get("reason") or None)
     return _answer(_memory_path(memory_id), report.run_id)
 
 
@@ -373,7 +327,7 @@ async def supersede_memory(request: Request) -> Response:
     site: Site = request.app.state.site
     fields = await site.form(request)
     memory_id, by = request.path_params["memory_id"], fields.get("by", "").strip()
-    report = site.store.supersede(memory_id, by=by, namespace=site.scope())
+    report = site.store.supersede(memory_id, by=by)
     return _answer(_memory_path(memory_id), report.run_id)
 
 
@@ -382,18 +336,14 @@ async def restore_memory(request: Request) -> Response:
     site: Site = request.app.state.site
     await site.form(request)
     memory_id = request.path_params["memory_id"]
-    return _answer(_memory_path(memory_id), site.store.restore_memory(memory_id, namespace=site.scope()).run_id)
+    return _answer(_memory_path(memory_id), site.store.restore_memory(memory_id).run_id)
 
 
 async def undo_run(request: Request) -> Response:
     site: Site = request.app.state.site
     await site.form(request)
     run_id = _path_id(request, "run_id")
-    # A page kept to one namespace may not undo a run over every namespace: it would change the others.
-    run = _run_shown(site, run_id)
-    if site.scope() is not None and run["namespace"] != site.scope():
-        raise NotFoundError(f"no run {run_id}")
-    report = site.store.restore(run_id)
+    report = site.store.restore(run_id)  # a page kept to one namespace: none over every namespace
     # What came back is on the run's page (its `restored`); which flags opened again or went is not
     # kept by the store, so the answer carries their numbers.
     changed = {change: _numbers([flag["id"] for flag in report.flags if flag["change"] == change]) for change in ("reopened", "settled", "removed")}
@@ -403,8 +353,8 @@ async def undo_run(request: Request) -> Response:
 async def run_maintain(request: Request) -> Response:
     site: Site = request.app.state.site
     fields = await site.form(request)
-    namespace = site.namespace if site.namespace is not None else fields.get("namespace") or DEFAULT_NAMESPACE
-    report = site.store.maintain(_maintained_phases(site), namespace=namespace, stale=fields.get("stale") == "yes")
+    namespace = site.store.within(fields.get("namespace") or None) or DEFAULT_NAMESPACE
+    report = site.store.maintain(namespace, stale=fields.get("stale") == "yes")
     failed = ",".join(phase.name for phase in report.phases if phase.status == "failed")
     if report.run_id is None:  # it changed nothing: no run to show
         return _answer("/maintain", None, namespace=namespace, ran="nothing", failed=failed)
@@ -414,8 +364,6 @@ async def run_maintain(request: Request) -> Response:
 async def run_check(request: Request) -> Response:
     site: Site = request.app.state.site
     await site.form(request)
-    if site.scope() is not None:  # the check reads, and names, every namespace's rows
-        raise HTTPException(403, "a page kept to one namespace does not run the store's check")
     report = site.store.check()
     request.app.state.last_check = {"at": now_ms(), "findings": [finding.__dict__ for finding in report.findings]}
     return RedirectResponse("/", status_code=303)
@@ -426,7 +374,7 @@ async def run_check(request: Request) -> Response:
 
 async def memstore_error(request: Request, exc: Exception) -> Response:
     site: Site = request.app.state.site
-    status = 404 if isinstance(exc, NotFoundError) else 400
+    status = 404 if isinstance(exc, NotFoundError) else 403 if isinstance(exc, OutOfScopeError) else 400
     message = database_error(exc, site.store.url) if isinstance(exc, SQLAlchemyError) else str(exc)
     return site.render(request, "error.html", status=500 if isinstance(exc, SQLAlchemyError) else status, message=message)
 

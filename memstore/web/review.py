@@ -18,8 +18,8 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from ..errors import MemstoreError, NotFoundError, ValidationError
-from ..hygiene import DAY_MS
+from ..defaults import DAY_MS
+from ..errors import MemstoreError, ValidationError
 from ..records import now_ms
 from .shown import local_path, run_number
 
@@ -40,7 +40,7 @@ FLAGS_PER_PAGE = 20
 
 def chosen_filter(site: Any, params: Any) -> dict[str, str]:
     """The filter and page in the address, as the form and the links write them back."""
-    namespace = site.namespace if site.namespace is not None else params.get("namespace", "")
+    namespace = site.store.within(params.get("namespace", ""))
     status = params.get("status", "open")
     sort = params.get("sort", "newest")
     age = params.get("age", "")
@@ -76,8 +76,6 @@ async def flags_page(request: Request) -> Response:
         chosen["namespace"] or None, status=chosen["status"], reason=chosen["reason"] or None, sort=chosen["sort"],
         offset=offset, limit=FLAGS_PER_PAGE, **filter_moments(chosen["age"], now_ms()),
     )  # fmt: skip
-    if site.namespace is not None:  # a page kept to one namespace names no other
-        page["elsewhere"] = {}
     here = address(chosen, offset=page["offset"])
     return site.render(
         request, "flags.html", page=page, chosen=chosen, here=here, ages=AGES, sorts=SORTS, statuses=STATUSES,
@@ -109,32 +107,23 @@ def count_field(text: str, field: str) -> int:
     return int(text)
 
 
-def _open_flag(site: Any, flag_id: int) -> dict[str, Any]:
-    """The open flag `flag_id` of the page's namespace (all of them, unless kept to one)."""
-    for flag in site.store.flags(site.scope()):
-        if flag["id"] == flag_id:
-            return flag
-    raise NotFoundError(f"no open flag {flag_id}")
-
-
 async def keep_side(request: Request) -> Response:
     """"Keep this one": the other side is archived as superseded by the one kept (a supersede run)."""
     site = request.app.state.site  # pages.Site
     fields = await site.form(request)
-    flag = _open_flag(site, request.path_params["flag_id"])
+    flag = site.store.open_flag(request.path_params["flag_id"])
     keep = fields.get("keep", "")
     if keep not in (flag["older_id"], flag["newer_id"]):
         raise MemstoreError(f"flag {flag['id']} is between {flag['older_id']} and {flag['newer_id']}, not {keep}")
     other = flag["newer_id"] if keep == flag["older_id"] else flag["older_id"]
-    report = site.store.supersede(other, by=keep, namespace=site.scope())
+    report = site.store.supersede(other, by=keep)
     return back_to(fields, report.run_id)
 
 
 async def dismiss_flag(request: Request) -> Response:
     site = request.app.state.site  # pages.Site
     fields = await site.form(request)
-    flag = _open_flag(site, request.path_params["flag_id"])
-    return back_to(fields, site.store.dismiss_flag(flag["id"])["run_id"])
+    return back_to(fields, site.store.dismiss_flag(request.path_params["flag_id"])["run_id"])
 
 
 async def dismiss_these(request: Request) -> Response:

@@ -1,7 +1,7 @@
 """The search form of the memories page: recall as a person uses it.
 
-One namespace is one `MemoryStore.recall` (touching nothing), or `search_archive` for what was
-archived. "All namespaces" asks recall in each of the largest SEARCHED_NAMESPACES (on PostgreSQL,
+Every read is one call of the page's view of the store (memstore.store_scoped.ScopedStore): one
+namespace is one `recall` (touching nothing), or `search_archive` for what was archived. "All namespaces" asks recall in each of the largest SEARCHED_NAMESPACES (on PostgreSQL,
 which keeps no live counts, the first by name) and merges the
 answers by how close each comes to its namespace's best match (scores of two namespaces are not on
 one scale). When one namespace finds nothing, the hint says whether that namespace exists (and
@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .shown import relevance
+
+if TYPE_CHECKING:
+    from ..store_scoped import ScopedStore
 
 # Recall answers this many on the page.
 SEARCH_K = 20
@@ -39,18 +42,18 @@ def _ranked(rows: list[dict[str, Any]], namespace: str | None = None) -> list[di
             for row, share in zip(rows, shares)]  # fmt: skip
 
 
-def search(store: Any, query: str, namespace: str | None, names: list[str], *, as_of: int | None, archived: bool) -> Answer:
+def search(store: ScopedStore, query: str, namespace: str | None, names: list[str], *, as_of: int | None, archived: bool) -> Answer:
     """Search `namespace` (None: the largest `names`) for `query`: the live memories (as of `as_of`),
     or with `archived` the archived ones."""
     if archived:
         rows = _ranked(store.search_archive(query, SEARCH_K, namespace))
     elif namespace is not None:
-        rows = _ranked(store.recall(query, SEARCH_K, namespace, touch=False, as_of=as_of), namespace)
+        rows = _ranked(store.recall(query, SEARCH_K, namespace, as_of=as_of), namespace)
     else:
         merged = []
         # No list of the largest (PostgreSQL keeps no live counts): every namespace, by name.
         for name in (names or store.namespaces())[:SEARCHED_NAMESPACES]:
-            merged += _ranked(store.recall(query, SEARCH_K, name, touch=False, as_of=as_of), name)
+            merged += _ranked(store.recall(query, SEARCH_K, name, as_of=as_of), name)
         rows = sorted(merged, key=lambda row: (-row["relevance"], -row.get("score", 0.0), row["id"]))[:SEARCH_K]
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
@@ -62,7 +65,7 @@ def search(store: Any, query: str, namespace: str | None, names: list[str], *, a
         if answer.missing:
             answer.nearest = difflib.get_close_matches(namespace, known, n=3, cutoff=0.6)
         for name in [name for name in known if name != namespace][:HINT_NAMESPACES]:
-            found = len(store.recall(query, SEARCH_K, name, touch=False, as_of=as_of))
+            found = len(store.recall(query, SEARCH_K, name, as_of=as_of))
             if found:
                 answer.elsewhere[name] = found
                 if len(answer.elsewhere) == HINT_NAMES:

@@ -19,14 +19,14 @@ page's reads, the template, the security headers); no HTTP parsing, no socket. A
 same run and interleaved with it (the order turning each round):
 
 * ``/`` (the overview, ``--web-runs`` times, default 50) against the reads ``pages.overview`` makes,
-  made alone: ``queries.overview`` (the largest namespaces and the store's totals, the largest namespace's detail and staleness, the
+  made alone: ``store.scoped(None).overview`` (memstore.overview: the largest namespaces and the store's totals, the largest namespace's detail and staleness, the
   run series) in one read transaction, then
   ``store.runs(10)``. Targets at 1,000,000: p50 <= 2 x the reads'
   p50, and p50 <= 100 ms. Each read's own p50 is reported, for reference.
 * ``/memories?q=Q&namespace=NS`` (``--web-runs`` queries, default 50, the first of the bench's Zipf
   mix, whose common words find something in a namespace of 1,000, each in a namespace drawn at random) against ``store.recall(Q, 20, NS, touch=False)``, what the page
   calls to answer it. Target at 1,000,000: p50 <= 2 x recall's p50. The page also reads the
-  namespaces its form suggests (``queries.suggested_namespaces``), timed apart, for reference.
+  namespaces its form suggests (``store.scoped(None).suggested_namespaces``), timed apart, for reference.
 
 For reference, the same two pages through a real server: ``memstore web`` as a process (uvicorn on
 loopback), fetched with httpx from this process, wall time at the client (``--web-runs`` each).
@@ -197,30 +197,24 @@ async def asgi_get(app, path: str, query: str = "") -> tuple[float, int, int]:
 def overview_reads(store: MemoryStore, parts: dict[str, list[float]] | None = None) -> float:
     """The reads pages.overview makes for `/` (no namespace asked for: the largest namespaces'
     figures and the store's totals, the largest namespace's detail and staleness, the run series:
-    `queries.overview`; then `runs(10)`), alone; seconds. With `parts`, each read's own time."""
-    from memstore.web import queries
-
+    `store.scoped(None).overview`, one read transaction; then `runs(10)`), alone; seconds. With
+    `parts`, each read's own time."""
+    view = store.scoped(None)
     clock = time.perf_counter
     start = clock()
-    with read_transaction(store.engine) as conn:
-        t0 = clock()
-        queries.overview(conn, None, None, now_ms(), show_all=False)
-        t1 = clock()
-    t2 = clock()
-    store.runs(10)
+    view.overview(None)
+    t1 = clock()
+    view.runs(10)
     end = clock()
     if parts is not None:
-        for name, seconds in (("queries.overview", t1 - t0), ("runs(10)", end - t2)):
+        for name, seconds in (("scoped.overview", t1 - start), ("runs(10)", end - t1)):
             parts.setdefault(name, []).append(seconds)
     return end - start
 
 
 def namespace_list(store: MemoryStore) -> list[str]:
-    """What the search page reads to suggest namespaces (`queries.suggested_namespaces`)."""
-    from memstore.web import queries
-
-    with read_transaction(store.engine) as conn:
-        return queries.suggested_namespaces(conn)
+    """What the search page reads to suggest namespaces (`ScopedStore.suggested_namespaces`)."""
+    return store.scoped(None).suggested_namespaces()
 
 
 def bench_size(path: Path, info: dict, queries: list[str], args) -> dict:
