@@ -398,7 +398,7 @@ def test_a_command_loads_the_module_of_its_own_commands_only(tmp_path):
         "assert result.exit_code == 0, result.output"
     )
     command_modules = {f"memstore.cli.{where.split(':')[0]}" for where in COMMANDS.values()}
-    assert _modules_after(code, tmp_path) & command_modules == {"memstore.cli.store_commands"}
+    assert _modules_after(code, tmp_path) & command_modules == {"memstore.cli.memories"}
 
 
 def test_add_loads_one_sqlite_library(tmp_path):

@@ -18,12 +18,11 @@ from ..errors import MemstoreError
 
 # Each command and where it is defined ("module of this package:attribute"). A command's module is
 # imported when the command runs or is listed, not before: an agent's per-turn `memstore add` loads
-# the store commands only, not those of the jobs, the corrections, meaning or the MCP server.
+# the memories' commands only, not those of the jobs, the corrections, meaning or the MCP server.
 COMMANDS = {
-    "add": "store_commands:add", "backup": "store_commands:backup", "check": "store_commands:check", "copy": "store_commands:copy",
-    "export": "store_commands:export", "import": "store_commands:import_", "init": "store_commands:init",
-    "list": "store_commands:list_", "path": "store_commands:path", "restore": "store_commands:restore",
-    "runs": "store_commands:runs", "show": "store_commands:show",
+    "add": "memories:add", "export": "memories:export", "import": "memories:import_", "list": "memories:list_", "show": "memories:show",
+    "runs": "runs:runs", "restore": "runs:restore",
+    "backup": "files:backup", "check": "files:check", "copy": "files:copy", "init": "files:init", "path": "files:path",
     "forget": "corrections:forget", "history": "corrections:history", "supersede": "corrections:supersede",
     "update": "corrections:update",
     "consolidate": "jobs:consolidate", "maintain": "jobs:maintain", "prune": "jobs:prune", "report": "jobs:report",
