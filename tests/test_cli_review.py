@@ -186,3 +186,24 @@ def test_mcp_over_http_on_a_busy_port_fails_in_one_line(run):
         port = held.getsockname()[1]
         busy = run("mcp", "--http", f"127.0.0.1:{port}")
         assert (busy.exit_code, busy.output) == (1, f"Error: --http 127.0.0.1:{port}: port {port} is in use (another memstore web or mcp?); give another port\n")
+
+
+def test_a_reviewers_session_on_either_backend(store_url):
+    """Bulk dismissal, one memory back and its undo, and one maintain undone, through the CLI on
+    SQLite and PostgreSQL (the store_url fixture)."""
+    with MemoryStore(store_url) as store:
+        limits(store)
+
+    def run(*args):
+        result = CliRunner().invoke(cli, ["--db", store_url, *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output.splitlines()
+
+    assert run("flags", "dismiss", "-n", "assistant", "--reason", "negation", "--expect", "4")[0] == "run 2: 4 flags dismissed"
+    assert run("maintain", "-n", "assistant", "--phases", "evict", "--capacity", "2")[-1].startswith("undo this whole maintain with: ")
+    assert run("recall", "limit 300", "--archived", "-n", "assistant", "-k", "1")[2].split()[:3] == ["a3", "assistant", "evicted"]
+    assert run("restore", "a3")[:2] == ["run 5: 1 memory back in the live set, 1 flag settled", "  back: a3  The API limit is 300 rpm."]
+    assert run("restore", "--run", "5")[0] == "run 5 undone: 1 memory back in the archive"
+    assert run("restore", "--run", "3")[0] == "run 3 restored (1 phase run undone, newest first): 7 memories back in the live set, 4 flags open again"
+    assert run("restore", "--run", "2")[0] == "run 2 restored: 4 flags open again"
+    assert json.loads(run("flags", "--all-namespaces", "--json")[0])["total"] == 10
