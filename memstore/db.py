@@ -250,6 +250,13 @@ def write_transaction(engine: Engine, *, defer_checkpoint: bool = False) -> Iter
         raise
 
 
+def roll_back(conn: Connection) -> None:
+    """End a dry run: everything the write transaction `conn` wrote is rolled back, and its
+    `write_transaction` block then commits nothing. The one way a dry run writes nothing (an
+    import, a job, a restore, maintain)."""
+    conn.get_transaction().rollback()
+
+
 def chunked(values: Sequence[T], size: int = CHUNK) -> Iterator[list[T]]:
     """`values` in lists of at most `size`, in order."""
     for start in range(0, len(values), size):

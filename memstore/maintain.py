@@ -9,9 +9,10 @@ runs` lists only what changed the store; how far it compared is kept for the nex
 (memstore.runs.drop_empty_run). The stale phase archives only when asked (`stale=True`, `maintain
 --stale`); otherwise it is skipped: maintenance never takes idle memories away unasked. `expire` archives the memories whose lifetime has ended before any rule ranks the rest
 (the phases that rank need it; every job also does so first, so a phase run alone never ranks an
-expired memory). `verify` always runs. A dry run executes every phase in one transaction, each
-phase in a savepoint, and rolls the whole back: it shows exactly what the real run, phase after
-phase, would do.
+expired memory). `verify` always runs. A dry run executes every phase in one write transaction
+and rolls the whole back (`db.roll_back`, how every dry run writes nothing): it shows exactly what
+the real run, phase after phase, would do. Inside it each phase runs in a savepoint, only so that
+a failed phase is undone alone, as its own transaction is in a real run.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from .consolidate import consolidate_in_transaction
-from .db import checkpoint, database_error, read_transaction, shown_location, write_transaction
+from .db import checkpoint, database_error, read_transaction, roll_back, shown_location, write_transaction
 from .errors import MemstoreError, ValidationError
 from .expire import expire_in_transaction
 from .integrity import check_store
@@ -344,7 +345,7 @@ def maintain(
             for name in remaining:
                 results.append(run_phase(name, conn))
                 status[name] = results[-1].status
-            conn.get_transaction().rollback()
+            roll_back(conn)
     else:
         parent = _group_start(engine, phases, options, clock())
         for name in phases:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine
 
-from .db import write_transaction
+from .db import roll_back, write_transaction
 from .defaults import DEFAULT_NAMESPACE
 from .errors import RecallCheckError
 from .fulltext import recall_rows
@@ -90,7 +90,7 @@ def checked_job(
             report.checks = run_checks(conn, checks, k, now, ranking)
         failed = any(not check.passed for check in report.checks)
         if dry_run or failed:
-            conn.get_transaction().rollback()
+            roll_back(conn)
     if failed and not dry_run:
         raise RecallCheckError(report)
     return report

@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, literal, select, update
 
-from .db import chunked, rows_in
+from .db import chunked, roll_back, rows_in
 from .errors import MemstoreError, NotFoundError
 from .flag_lifecycle import close_flags, reopen_flags
 from .lifecycle import retire_update, undo_update
@@ -95,7 +95,7 @@ def restore_in_transaction(conn: Connection, run_id: int, now: int, *, dry_run: 
         report = _restore_run(conn, run_id, run.kind, run.params, now)
     if dry_run:
         report.dry_run = True
-        conn.get_transaction().rollback()
+        roll_back(conn)
     return report
 
 
@@ -200,7 +200,7 @@ def restore_memory_in_transaction(conn: Connection, memory_id: str, now: int, *,
     report.flags = _flags_read(conn, _flag_rows(conn, settled), None)
     if dry_run:
         report.dry_run = True
-        conn.get_transaction().rollback()
+        roll_back(conn)
     return report
 
 

@@ -18,7 +18,7 @@ from typing import IO, Any, NamedTuple
 
 from sqlalchemy import Connection, Engine
 
-from ..db import shown_location, write_transaction
+from ..db import roll_back, shown_location, write_transaction
 from ..errors import MemstoreError, ValidationError
 from ..io import read_memories
 from ..lifecycle import forget_in_transaction
@@ -153,10 +153,6 @@ def is_same_file(source: str, database: str | None) -> bool:
         return False
 
 
-class _RolledBack(Exception):
-    """Ends a dry run's transaction: everything it wrote is rolled back."""
-
-
 def import_source(
     engine: Engine,
     source_format: str,
@@ -194,13 +190,11 @@ def import_source(
         planned = plan(records, skip_invalid=skip_invalid, progress=progress, store_model=store_model, now=now)
     report = ImportReport(source_format, name, dry_run)
     reason = f"the {source_format} source kept it as {' or '.join(sorted(set(planned.source_states.values())))}"
-    try:
-        with write_transaction(engine) as conn:
-            import_in_transaction(conn, planned, report, now_ms(), skip_invalid=skip_invalid, forget_reason=reason)
-            if dry_run:
-                raise _RolledBack
-    except _RolledBack:
-        report.run_id = None  # the run was rolled back with the rest
+    with write_transaction(engine) as conn:
+        import_in_transaction(conn, planned, report, now_ms(), skip_invalid=skip_invalid, forget_reason=reason)
+        if dry_run:
+            roll_back(conn)
+            report.run_id = None  # the run was rolled back with the rest
     return report
 
 
