@@ -24,6 +24,7 @@ databases are created and dropped there), else a throwaway one started as tests/
 else skipped with the reason printed. The modules: cli.py (the probes, the run, the table),
 runs.py (killed and concurrent runs), listeners.py (the MCP server and the web page over HTTP),
 inputs.py (bad inputs), sources.py (other programs' files as import sources and copy targets),
-vector_files.py (a SQLite store's vector files: someone else's folder, links, damage), common.py
+vector_files.py (a SQLite store's vector files: someone else's folder, links, damage), web_doors.py
+(the web page's doors: a scoped or read-only page, the cookie and redirects, numbers, bidi), common.py
 (the tally, the backends, the real CLI).
 """
