@@ -134,6 +134,9 @@ def test_a_read_only_maintain_preview_answers_while_another_writer_holds_the_sto
         cookies = server.session()
         with HeldWriteLock(store):
             preview = httpx.get(f"{server.base}/maintain", cookies=cookies, timeout=180)
+            # No other page takes the write lock either.
+            for path in ("/", "/memories", "/memories?q=waiting+fact", "/memories/w1", "/runs", "/flags", "/report", "/embeddings"):
+                assert httpx.get(f"{server.base}{path}", cookies=cookies, timeout=180).status_code == 200, path
         assert preview.status_code == 200, preview.text
         assert "w0-copy (duplicate)" in words(preview.text)
         assert f"{pending} memories wait for embeddings" in preview.text
