@@ -21,7 +21,7 @@ from .writes import AddResult
 # first use: `import memstore` (and a per-turn `memstore add`) does not pay for the job, recall,
 # hygiene and reference modules.
 _LAZY = {
-    "ConsolidationReport": "runs", "RestoreReport": "restore", "CheckResult": "recall_checks",
+    "ConsolidationReport": "runs", "RestoreReport": "restore", "CheckResult": "recall_checks", "RecallCheckResult": "recall_checks",
     "LifecycleReport": "lifecycle", "consolidate_memories": "reference",
 }  # fmt: skip
 
@@ -36,6 +36,6 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AddResult", "CheckResult", "ConsolidationReport", "IdConflictError", "LifecycleReport", "MemoryStore", "MemstoreError",
-    "NotFoundError", "RecallCheckError", "RestoreReport", "SchemaError", "StoreBusyError", "ValidationError",
+    "NotFoundError", "RecallCheckError", "RecallCheckResult", "RestoreReport", "SchemaError", "StoreBusyError", "ValidationError",
     "consolidate_memories", "normalize_key",
 ]  # fmt: skip

@@ -17,7 +17,7 @@ RECALL_K = 5
 # Full text, vectors, or both fused; without a mode, recall is hybrid when the store has vectors.
 RECALL_MODES = ("lexical", "semantic", "hybrid")
 # How deep a recall check looks for its memory.
-CHECK_K = 3
+RECALL_CHECK_K = 3
 # Stale memories (the hygiene procedure): archived when staleness reaches the threshold and the
 # memory has been idle at least this many days.
 STALE_THRESHOLD = 0.8

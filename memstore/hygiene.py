@@ -44,12 +44,12 @@ def last_touch(memory: Mapping[str, Any]) -> int:
     raise ValueError(f"memory {memory.get('id')!r} has no date")
 
 
-def days_idle(memory: Mapping[str, Any], now_ms: int) -> int:
-    return max((now_ms - last_touch(memory)) // DAY_MS, 0)
+def days_idle(memory: Mapping[str, Any], ages_at: int) -> int:
+    return max((ages_at - last_touch(memory)) // DAY_MS, 0)
 
 
-def staleness(memory: Mapping[str, Any], now_ms: int) -> float:
-    score = min(days_idle(memory, now_ms) / STALE_AFTER_DAYS, 1.0)
+def staleness(memory: Mapping[str, Any], ages_at: int) -> float:
+    score = min(days_idle(memory, ages_at) / STALE_AFTER_DAYS, 1.0)
     recalls = memory.get("recall_count") or 0
     if recalls >= 5:
         score *= 0.5
@@ -138,7 +138,7 @@ def similar_pairs(
 
 def build_report(
     memories: Sequence[Mapping[str, Any]],
-    now_ms: int,
+    ages_at: int,
     *,
     near_threshold: float = NEAR_DUPLICATE_THRESHOLD,
     contradiction_threshold: float = CONTRADICTION_THRESHOLD,
@@ -187,8 +187,8 @@ def build_report(
         (
             {
                 "id": m["id"],
-                "staleness": staleness(m, now_ms),
-                "days_idle": days_idle(m, now_ms),
+                "staleness": staleness(m, ages_at),
+                "days_idle": days_idle(m, ages_at),
                 "recall_count": m.get("recall_count") or 0,
                 "pinned": bool(m.get("pinned")),
             }
@@ -212,13 +212,13 @@ def build_report(
 
 
 def stale_ids(
-    memories: Iterable[Mapping[str, Any]], now_ms: int, stale_threshold: float, min_age_days: int
+    memories: Iterable[Mapping[str, Any]], ages_at: int, stale_threshold: float, min_age_days: int
 ) -> list[str]:
     """Unpinned memories whose staleness and days idle both reach the thresholds, by id."""
     return sorted(
         m["id"]
         for m in memories
         if not m.get("pinned")
-        and staleness(m, now_ms) >= stale_threshold
-        and days_idle(m, now_ms) >= min_age_days
+        and staleness(m, ages_at) >= stale_threshold
+        and days_idle(m, ages_at) >= min_age_days
     )

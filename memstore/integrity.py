@@ -41,7 +41,7 @@ class Finding:
 
 
 @dataclass
-class CheckReport:
+class IntegrityReport:
     findings: list[Finding] = field(default_factory=list)
     checks_run: list[str] = field(default_factory=list)
 
@@ -90,7 +90,7 @@ def _value_types(conn: Connection) -> list[Finding]:
     return findings
 
 
-def _sqlite_checks(conn: Connection, report: CheckReport) -> None:
+def _sqlite_checks(conn: Connection, report: IntegrityReport) -> None:
     report.checks_run += ["integrity_check", "journal_mode", "fts", "live_counts", "values"]
     report.findings += _value_types(conn)
     problems = [row[0] for row in conn.exec_driver_sql("PRAGMA integrity_check").fetchall()]
@@ -117,7 +117,7 @@ def _sqlite_checks(conn: Connection, report: CheckReport) -> None:
             )  # fmt: skip
 
 
-def _fts_integrity(engine: Engine, report: CheckReport) -> None:
+def _fts_integrity(engine: Engine, report: IntegrityReport) -> None:
     """FTS5's integrity check is an INSERT, so SQLite runs it as a write: in a transaction of its
     own that waits its turn behind other writers. Inside the checks' read snapshot, a commit made
     by another process since the snapshot began made it fail as if the index were damaged."""
@@ -144,7 +144,7 @@ def _unusable_vectors(conn: Connection, model: EmbeddingModel) -> list[tuple[str
     return [(memory_id, len(blob)) for memory_id, name, blob in rows if name == model.name and not vector_index.usable(blob, model.dim)]
 
 
-def _vector_checks(conn: Connection, report: CheckReport) -> tuple[EmbeddingModel | None, list[str], bool]:
+def _vector_checks(conn: Connection, report: IntegrityReport) -> tuple[EmbeddingModel | None, list[str], bool]:
     """Findings on the vectors and the vector index of a store with embeddings; returns the store's
     model (None: embeddings never enabled), the memories whose vectors are not usable, and whether
     this connection can rebuild the index (sqlite-vec or pgvector here)."""
@@ -224,9 +224,9 @@ def _vectors_folder(engine: Engine, fix: bool) -> list[Finding]:
     return [finding]
 
 
-def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
+def check_integrity(engine: Engine, *, fix: bool = False) -> IntegrityReport:
     """Run every check; with `fix`, recompute wrong keys and rebuild the recall index in one transaction."""
-    report = CheckReport()
+    report = IntegrityReport()
     with read_transaction(engine) as conn:
         report.checks_run += ["schema", "indexes", "ids", "norm_key"]
         revision, head = current_revision(conn), SCHEMA_HEAD
@@ -280,3 +280,7 @@ def check_store(engine: Engine, *, fix: bool = False) -> CheckReport:
         for finding in key_findings + fts_findings + count_findings + vector_findings + index_findings:
             finding.fixed = True
     return report
+
+
+# The name this class had before "check" named one thing each.
+CheckReport = IntegrityReport

@@ -28,11 +28,11 @@ from .consolidate import consolidate_in_transaction
 from .db import checkpoint, database_error, read_transaction, roll_back, shown_location, write_transaction
 from .errors import MemstoreError, ValidationError
 from .expire import expire_in_transaction
-from .integrity import check_store
+from .integrity import check_integrity
 from .lookups import texts_of
 from .prune import prune_in_transaction
 from .recall import CheckRanking, Recall
-from .recall_checks import run_checks
+from .recall_checks import run_recall_checks
 from .runs import drop_empty_run, group_finish, group_phase, insert_run
 from .semantic.phases import contradict_in_transaction, semantic_in_transaction
 from .semantic.statements import RESOLVE_AT
@@ -167,11 +167,11 @@ class Context:
     embeddings: Embeddings
     recall: Recall
     options: Options
-    check_ranking: CheckRanking | None = None  # set before verify runs, when there are checks
+    recall_check_ranking: CheckRanking | None = None  # set before verify runs, when there are checks
 
 
-def _phase_check(context: Context, conn: Connection | None, result: PhaseResult, now: int) -> None:
-    report = check_store(context.engine)
+def _phase_integrity(context: Context, conn: Connection | None, result: PhaseResult, now: int) -> None:
+    report = check_integrity(context.engine)
     result.counts = {"checks": len(report.checks_run), "findings": len(report.findings)}
     warnings = [f"{f.check}: {f.detail}" for f in report.findings if f.check in NOT_BLOCKING]
     if warnings:
@@ -203,7 +203,7 @@ def _phase_evict(context: Context, conn: Connection, result: PhaseResult, now: i
 def _phase_stale(context: Context, conn: Connection, result: PhaseResult, now: int) -> None:
     options = context.options
     report = prune_in_transaction(
-        conn, options.namespace, now, as_of=now, stale_threshold=options.stale_threshold,
+        conn, options.namespace, now, ages_at=now, stale_threshold=options.stale_threshold,
         min_age_days=options.min_age_days, dry_run=options.dry_run, stages=("stale",),
     )  # fmt: skip
     _job_result(conn, result, report)
@@ -246,28 +246,28 @@ def _phase_verify(context: Context, conn: Connection | None, result: PhaseResult
     options = context.options
     failures = []
     if conn is None:
-        report = check_store(context.engine)
+        report = check_integrity(context.engine)
         result.counts = {"findings": len(report.findings)}
         failures += [f"{f.check}: {f.detail}" for f in report.findings if not f.fixed]
     if options.checks:
         if conn is None:
             with read_transaction(context.engine) as reader:
-                checks = run_checks(reader, options.checks, options.k, now, context.check_ranking)
+                checks = run_recall_checks(reader, options.checks, options.k, now, context.recall_check_ranking)
         else:
-            checks = run_checks(conn, options.checks, options.k, now, context.check_ranking)
+            checks = run_recall_checks(conn, options.checks, options.k, now, context.recall_check_ranking)
         result.counts["checks_passed"] = sum(1 for c in checks if c.passed)
         result.counts["checks"] = len(checks)
-        result.counts["checks_mode"] = context.check_ranking.mode
+        result.counts["checks_mode"] = context.recall_check_ranking.mode
         failures += [f"recall check {c.query!r} expects {c.expect_id!r} (top {', '.join(c.top_ids) or 'none'})" for c in checks if not c.passed]
     if failures:
         raise MemstoreError("; ".join(failures))
 
 
-def _checks_ready(context: Context) -> None:
+def _recall_checks_ready(context: Context) -> None:
     """Before verify: how its recall checks rank, with their queries embedded (outside the phase's
     transaction, like every model call)."""
     if context.options.checks:
-        context.check_ranking = context.recall.for_checks([c["query"] for c in context.options.checks], context.options.check_mode)
+        context.recall_check_ranking = context.recall.for_checks([c["query"] for c in context.options.checks], context.options.check_mode)
 
 
 class _Skip(Exception):
@@ -275,11 +275,11 @@ class _Skip(Exception):
 
 
 RUNNERS: dict[str, Callable] = {
-    "check": _phase_check, "expire": _phase_expire, "dedup": _phase_dedup, "semantic": _phase_semantic, "contradict": _phase_contradict,
+    "check": _phase_integrity, "expire": _phase_expire, "dedup": _phase_dedup, "semantic": _phase_semantic, "contradict": _phase_contradict,
     "stale": _phase_stale, "evict": _phase_evict, "verify": _phase_verify,
 }  # fmt: skip
 # What runs before a phase's transaction (and may skip it).
-PREPARE: dict[str, Callable] = {"semantic": _embeddings_ready, "contradict": _embeddings_ready, "stale": _stale_asked, "verify": _checks_ready}
+PREPARE: dict[str, Callable] = {"semantic": _embeddings_ready, "contradict": _embeddings_ready, "stale": _stale_asked, "verify": _recall_checks_ready}
 # Phases that only read: in a real run they hold no write transaction.
 READ_ONLY = ("check", "verify")
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, Select, insert, select, union
 
 from .db import make_engine, read_transaction, write_transaction
-from .defaults import CHECK_K, MIN_AGE_DAYS, STALE_THRESHOLD
+from .defaults import RECALL_CHECK_K, MIN_AGE_DAYS, STALE_THRESHOLD
 from .live_counts import recount_live
 from .maintain import MaintainReport, Options, PhaseResult, maintain, parse_phases
 from .migrate import upgrade
@@ -85,7 +85,7 @@ def preview(engine: Engine, phases: Sequence[str] | None, namespace: str, *, sta
     them with its defaults (`stale`: with the stale phase), on a scratch copy of the namespace read
     in one read transaction of the store: nothing of the store is locked for writing or written,
     and nothing is embedded."""
-    options = Options(namespace, None, None, CHECK_K, True, None, None, STALE_THRESHOLD, MIN_AGE_DAYS, stale=stale, embed=False)
+    options = Options(namespace, None, None, RECALL_CHECK_K, True, None, None, STALE_THRESHOLD, MIN_AGE_DAYS, stale=stale, embed=False)
     phases = parse_phases(phases)
     with tempfile.TemporaryDirectory(prefix="memstore-preview-") as folder:  # mode 0700, removed after
         scratch = make_engine(Path(folder) / "preview.db")

@@ -21,13 +21,13 @@ from .validate import require_days, require_fraction
 
 
 def _archive_stale(
-    conn: Connection, namespace: str, run_id: int, now: int, as_of: int, stale_threshold: float, min_age_days: int
+    conn: Connection, namespace: str, run_id: int, now: int, ages_at: int, stale_threshold: float, min_age_days: int
 ) -> None:
     columns = ("id", "pinned", "created_at", "updated_at", "last_recalled_at", "recall_count")
     candidates = conn.execute(
         select(*(memories.c[name] for name in columns)).where(memories.c.namespace == namespace, memories.c.pinned == false())
     ).mappings()
-    doomed = stale_ids(candidates, as_of, stale_threshold, min_age_days)
+    doomed = stale_ids(candidates, ages_at, stale_threshold, min_age_days)
     for chunk in chunked(doomed):
         rows = select(memories).where(memories.c.id.in_(chunk)).subquery("stale")
         copy_to_archive(conn, rows, "stale", literal(None), run_id, now)
@@ -39,7 +39,7 @@ def prune_in_transaction(
     namespace: str | None,
     now: int,
     *,
-    as_of: int,
+    ages_at: int,
     stale_threshold: float,
     min_age_days: int,
     dry_run: bool = False,
@@ -49,7 +49,7 @@ def prune_in_transaction(
     """The hygiene prune: exact duplicates by the Stage 1 rule, then stale memories; pinned kept.
     With `stages=("stale",)` only the stale ones, as a run of kind "stale"."""
     stale_threshold, min_age_days = require_fraction(stale_threshold, "stale_threshold"), require_days(min_age_days, "min_age_days")
-    params = {"stale_threshold": stale_threshold, "min_age_days": min_age_days, "as_of": as_of}
+    params = {"stale_threshold": stale_threshold, "min_age_days": min_age_days, "as_of": ages_at}  # the stored key, as runs before kept it
     lock_jobs(conn, namespace)
     dedup = "dedup" in stages
     report = ConsolidationReport("prune" if dedup else "stale", None, namespace, None, dry_run, params=params, started_at=now)
@@ -59,7 +59,7 @@ def prune_in_transaction(
     for each in sorted(counts):
         if dedup:
             stage1_deduplicate(conn, each, run_id, now)
-        _archive_stale(conn, each, run_id, now, as_of, stale_threshold, min_age_days)
+        _archive_stale(conn, each, run_id, now, ages_at, stale_threshold, min_age_days)
     return finish_run(conn, report, run_id, counts, list_kept=list_kept)
 
 

@@ -23,7 +23,7 @@ from .runs import superseded_chain
 
 
 @dataclass
-class CheckResult:
+class RecallCheckResult:
     """One recall check: did `expect_id` (or what superseded it) come back in the top k?"""
 
     query: str
@@ -58,9 +58,9 @@ def resolve_live_id(conn: Connection, memory_id: str) -> str | None:
     return chain[-1]["id"] if chain and chain[-1].get("archived_at") is None else None
 
 
-def run_checks(
+def run_recall_checks(
     conn: Connection, checks: Sequence[Mapping[str, str]], k: int, now: int, ranking: Ranking | None = None
-) -> list[CheckResult]:
+) -> list[RecallCheckResult]:
     """Evaluate recall checks against the state `conn` sees at `now` (inside a job: the would-be
     state), ranked by `ranking` (default: full text)."""
     ranking = ranking or FullTextRanking()
@@ -70,12 +70,12 @@ def run_checks(
         top_ids = ranking.top_ids(conn, check["query"], k, namespace, now)
         resolved = resolve_live_id(conn, check["expect_id"])
         results.append(
-            CheckResult(check["query"], check["expect_id"], namespace, resolved, top_ids, resolved in top_ids, ranking.mode)
+            RecallCheckResult(check["query"], check["expect_id"], namespace, resolved, top_ids, resolved in top_ids, ranking.mode)
         )
     return results
 
 
-def checked_job(
+def job_under_recall_checks(
     engine: Engine, apply: Callable[[Connection, int], Any], clock: Callable[[], int], dry_run: bool, checks, k: int,
     ranking: Ranking | None,
 ) -> Any:
@@ -87,10 +87,14 @@ def checked_job(
         now = clock()
         report = apply(conn, now)
         if checks:
-            report.checks = run_checks(conn, checks, k, now, ranking)
+            report.checks = run_recall_checks(conn, checks, k, now, ranking)
         failed = any(not check.passed for check in report.checks)
         if dry_run or failed:
             roll_back(conn)
     if failed and not dry_run:
         raise RecallCheckError(report)
     return report
+
+
+# The name this class had before "check" named one thing each (memstore.CheckResult still works).
+CheckResult = RecallCheckResult

@@ -85,7 +85,7 @@ class ConsolidationReport:
     kept_count: int = 0
     incremental: bool = False
     archived: list[ArchivedEntry] = field(default_factory=list)
-    checks: list[Any] = field(default_factory=list)  # recall_checks.CheckResult, when the run had checks
+    checks: list[Any] = field(default_factory=list)  # recall_checks.RecallCheckResult, when the run had checks
 
     def _count(self, reason: str) -> int:
         return sum(1 for entry in self.archived if entry.reason == reason)

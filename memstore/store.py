@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from .db import BUSY_TIMEOUT_MS, BackgroundCheckpoints, default_location, is_sqlite, make_engine, read_transaction, shown_location, sqlite_file_missing, write_transaction
-from .defaults import CHECK_K, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, RECALL_K, STALE_THRESHOLD
+from .defaults import RECALL_CHECK_K, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, RECALL_K, STALE_THRESHOLD
 from .errors import NotFoundError
 from .io import write_jsonl
 from .migrate import upgrade
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .lifecycle import LifecycleReport
     from .maintain import MaintainReport
     from .recall.recaller import Recall
-    from .recall_checks import CheckResult
+    from .recall_checks import RecallCheckResult
     from .restore import RestoreReport
     from .runs import ConsolidationReport
     from .store_scoped import ScopedStore
@@ -292,13 +292,13 @@ class MemoryStore(ReviewMethods, FileMethods):
         """The k live memories of `namespace` nearest to `query` by meaning: (id, cosine), best first."""
         return self.recaller.semantic_search(query, k, namespace)
 
-    def verify(self, checks: Sequence[Mapping[str, str]], k: int = CHECK_K, *, mode: str | None = None) -> list[CheckResult]:
+    def verify(self, checks: Sequence[Mapping[str, str]], k: int = RECALL_CHECK_K, *, mode: str | None = None) -> list[RecallCheckResult]:
         """Run recall checks against the live set, ranked as `recall` ranks by default (hybrid when
         the store has vectors) unless `mode` says otherwise; recall counts are not touched."""
-        from .recall_checks import run_checks
+        from .recall_checks import run_recall_checks
 
         ranking = self.recaller.for_checks([check["query"] for check in checks], mode)
-        return self._read(lambda conn, now: run_checks(conn, checks, k, now, ranking))
+        return self._read(lambda conn, now: run_recall_checks(conn, checks, k, now, ranking))
 
     def report(self, namespace: str | None = DEFAULT_NAMESPACE, *, now: int | None = None, near_threshold: float | None = None) -> dict[str, Any]:
         """The hygiene inventory of the live set (see memstore.hygiene for every definition), ages counted
@@ -311,7 +311,7 @@ class MemoryStore(ReviewMethods, FileMethods):
 
     def consolidate(
         self, capacity: int, namespace: str | None = DEFAULT_NAMESPACE, dry_run: bool = False, *, full: bool = False,
-        list_kept: bool = False, checks: Sequence[Mapping[str, str]] | None = None, k: int = CHECK_K,
+        list_kept: bool = False, checks: Sequence[Mapping[str, str]] | None = None, k: int = RECALL_CHECK_K,
         check_mode: str | None = None,
     ) -> ConsolidationReport:
         """Archive the expired, deduplicate, then evict to `capacity`, in one transaction (`namespace=None`:
@@ -331,7 +331,7 @@ class MemoryStore(ReviewMethods, FileMethods):
     def prune(
         self, namespace: str | None = DEFAULT_NAMESPACE, *, now: int | None = None,
         stale_threshold: float = STALE_THRESHOLD, min_age_days: int = MIN_AGE_DAYS, dry_run: bool = False,
-        list_kept: bool = False, checks: Sequence[Mapping[str, str]] | None = None, k: int = CHECK_K,
+        list_kept: bool = False, checks: Sequence[Mapping[str, str]] | None = None, k: int = RECALL_CHECK_K,
         check_mode: str | None = None,
     ) -> ConsolidationReport:
         """Archive exact duplicates (Stage 1 rule: newest wins) and stale memories; pinned ones stay."""
@@ -339,7 +339,7 @@ class MemoryStore(ReviewMethods, FileMethods):
 
         return self._run_job(
             lambda conn, read_at: prune_in_transaction(
-                conn, namespace, read_at, as_of=read_at if now is None else now, stale_threshold=stale_threshold,
+                conn, namespace, read_at, ages_at=read_at if now is None else now, stale_threshold=stale_threshold,
                 min_age_days=min_age_days, dry_run=dry_run, list_kept=list_kept,
             ),
             dry_run, checks, k, check_mode,
@@ -347,10 +347,10 @@ class MemoryStore(ReviewMethods, FileMethods):
 
     def _run_job(self, apply, dry_run: bool, checks, k: int, check_mode: str | None) -> ConsolidationReport:
         """Apply a job in one write transaction; keep it only if it is real and every check passes."""
-        from .recall_checks import checked_job
+        from .recall_checks import job_under_recall_checks
 
         ranking = self.recaller.for_checks([check["query"] for check in checks], check_mode) if checks else None
-        report = checked_job(self.engine, apply, now_ms, dry_run, checks, k, ranking)
+        report = job_under_recall_checks(self.engine, apply, now_ms, dry_run, checks, k, ranking)
         if not dry_run:
             self.checkpoints.start()
         return report
@@ -360,7 +360,7 @@ class MemoryStore(ReviewMethods, FileMethods):
         (every job does this first; this is it alone). `restore` brings them back as they were."""
         from .expire import expire_in_transaction
 
-        return self._run_job(lambda conn, now: expire_in_transaction(conn, namespace, now, dry_run=dry_run), dry_run, None, CHECK_K, None)
+        return self._run_job(lambda conn, now: expire_in_transaction(conn, namespace, now, dry_run=dry_run), dry_run, None, RECALL_CHECK_K, None)
 
     def extend_lifetimes(self, ends: Mapping[str, int | None], namespace: str | None = None) -> int:
         """Move lifetimes' ends in place (id -> expires_at, None: never) for memories visible now and to
@@ -402,7 +402,7 @@ class MemoryStore(ReviewMethods, FileMethods):
 
     def maintain(
         self, phases: Sequence[str] | None = None, *, namespace: str | None = DEFAULT_NAMESPACE,
-        capacity: int | None = None, checks: Sequence[Mapping[str, str]] | None = None, k: int = CHECK_K,
+        capacity: int | None = None, checks: Sequence[Mapping[str, str]] | None = None, k: int = RECALL_CHECK_K,
         dry_run: bool = False, duplicate_at: float | None = None, related_at: float | None = None,
         stale_threshold: float = STALE_THRESHOLD, min_age_days: int = MIN_AGE_DAYS, check_mode: str | None = None,
         stale: bool = False, resolve_updates: bool = False,

@@ -15,7 +15,7 @@ from .errors import MemstoreError
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from .integrity import CheckReport
+    from .integrity import IntegrityReport
     from .transfer import CopyReport
     from .vectors.embeddings import Embeddings
 
@@ -38,12 +38,12 @@ class FileMethods:
 
         return backup_sqlite(self.engine, destination, force=force)
 
-    def check(self, *, fix: bool = False) -> CheckReport:
+    def check(self, *, fix: bool = False) -> IntegrityReport:
         """The integrity check (`memstore check`): integrity, keys, ids, schema and index checks;
         `fix` repairs keys and the recall index."""
-        from .integrity import check_store
+        from .integrity import check_integrity
 
-        return check_store(self.engine, fix=fix)
+        return check_integrity(self.engine, fix=fix)
 
     def copy_to(self, target: str | os.PathLike[str], *, progress: Callable[[str, int], None] | None = None) -> CopyReport:
         """Copy this whole store into the new or empty store at `target` (a path or URL, created and

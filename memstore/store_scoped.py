@@ -20,7 +20,7 @@ from .errors import NotFoundError, OutOfScopeError
 from .reads import rank_page, run_rows
 
 if TYPE_CHECKING:
-    from .integrity import CheckReport
+    from .integrity import IntegrityReport
     from .lifecycle import LifecycleReport
     from .maintain import MaintainReport
     from .overview import Overview
@@ -185,7 +185,7 @@ class ScopedStore:
     def maintain_preview(self, namespace: str | None, *, stale: bool = False) -> MaintainReport:
         return self._store.maintain_preview(self.maintain_phases(), namespace=self.within(namespace) or DEFAULT_NAMESPACE, stale=stale)
 
-    def check(self) -> CheckReport:
+    def check(self) -> IntegrityReport:
         """The store's integrity check: it reads, and names, every namespace's rows."""
         self._whole_store("run the store's check")
         return self._store.check()

@@ -214,7 +214,7 @@ def test_a_vector_written_while_its_memory_is_being_archived_stays_out_of_the_pg
     lock, the memory still looks live, so its vector entered the index after the archiving
     transaction had taken it out: `check` then found index drift."""
     from memstore.db import write_transaction
-    from memstore.integrity import check_store
+    from memstore.integrity import check_integrity
     from memstore.lifecycle import forget_in_transaction
     from memstore.vectors.storage import model_of, store_vectors
 
@@ -239,6 +239,6 @@ def test_a_vector_written_while_its_memory_is_being_archived_stays_out_of_the_pg
             time.sleep(WAIT_S)  # the vector's transaction reaches the index while m1's archiving is uncommitted
         thread.join(60)
         assert not thread.is_alive() and not errors, errors
-        findings = [finding.detail for finding in check_store(store.engine).findings]
+        findings = [finding.detail for finding in check_integrity(store.engine).findings]
         assert findings == []
         assert store.get("m1")["reason"] == "forgotten"

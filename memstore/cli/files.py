@@ -7,7 +7,7 @@ import click
 from ..db import database_url, shown_location
 from ..migrate import SCHEMA_HEAD
 from .options import json_option, open_store
-from .render import plural, print_check, print_json
+from .render import plural, print_integrity, print_json
 
 
 @click.command()
@@ -81,7 +81,7 @@ def check(ctx, fix, as_json) -> None:
         memstore check --fix
     """
     report = open_store(ctx).check(fix=fix)
-    print_json(report.to_dict()) if as_json else print_check(report)
+    print_json(report.to_dict()) if as_json else print_integrity(report)
     if not report.ok:
         ctx.exit(1)
 

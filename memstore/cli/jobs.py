@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..defaults import CHECK_K, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, STALE_THRESHOLD
+from ..defaults import RECALL_CHECK_K, MIN_AGE_DAYS, NEAR_DUPLICATE_THRESHOLD, STALE_THRESHOLD
 from ..validate import CAPACITY_MAX
 from .options import (
     CHECKS_MODE_HELP, Fraction, all_archived_option, checks_options, chosen_namespace, explain_empty, int64, json_option, list_kept_option, mode_option, namespace_options,
@@ -154,7 +154,7 @@ def report(ctx, namespace, all_namespaces, now, near_threshold, as_json) -> None
 
 @click.command()
 @click.argument("checks", type=click.File("rb"))
-@click.option("-k", "k", type=int64(1), default=CHECK_K, show_default=True, help="Recall depth.")
+@click.option("-k", "k", type=int64(1), default=RECALL_CHECK_K, show_default=True, help="Recall depth.")
 @mode_option(CHECKS_MODE_HELP)
 @json_option
 @click.pass_context

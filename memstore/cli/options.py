@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ..defaults import CHECK_K, DEFAULT_NAMESPACE, RECALL_MODES
+from ..defaults import RECALL_CHECK_K, DEFAULT_NAMESPACE, RECALL_MODES
 from ..io import iso_to_ms, parse_moment, read_checks, strict_json
 from ..store import MemoryStore
 from ..validate import CAPACITY_MAX, INT64_MAX, INT64_MIN, parse_ttl
@@ -33,7 +33,7 @@ def checks_options(checks_help: str = GATING_CHECKS_HELP) -> Callable:
 
     def decorate(fn: Callable) -> Callable:
         fn = mode_option(CHECKS_MODE_HELP)(fn)
-        fn = click.option("-k", "k", type=int64(1), default=CHECK_K, show_default=True, help="Recall depth for --checks.")(fn)
+        fn = click.option("-k", "k", type=int64(1), default=RECALL_CHECK_K, show_default=True, help="Recall depth for --checks.")(fn)
         return click.option("--checks", type=click.File("rb"), default=None, help=checks_help)(fn)
 
     return decorate

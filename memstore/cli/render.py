@@ -459,7 +459,7 @@ def print_history(rows: list[dict[str, Any]]) -> None:
     )  # fmt: skip
 
 
-def print_check(report) -> None:
+def print_integrity(report) -> None:
     """Each integrity finding (fixed or FOUND), then the verdict."""
     for finding in report.findings:
         echo(f"{'fixed' if finding.fixed else 'FOUND'}  {finding.check}: {finding.detail}")

@@ -127,7 +127,7 @@ async def overview(request: Request) -> Response:
     runs = site.store.runs(10)
     return site.render(
         request, "overview.html", rows=figures.rows, totals=figures.totals, namespace_count=figures.namespace_count, show_all=show_all,
-        detail=figures.detail, reasons=REASONS, runs=runs, health=health, chosen=chosen, check=request.app.state.last_check,
+        detail=figures.detail, reasons=REASONS, runs=runs, health=health, chosen=chosen, check=request.app.state.last_integrity_check,
     )  # fmt: skip
 
 
@@ -361,11 +361,11 @@ async def run_maintain(request: Request) -> Response:
     return _answer(f"/runs/{report.run_id}", report.run_id, failed=failed)
 
 
-async def run_check(request: Request) -> Response:
+async def run_integrity_check(request: Request) -> Response:
     site: Site = request.app.state.site
     await site.form(request)
     report = site.store.check()
-    request.app.state.last_check = {"at": now_ms(), "findings": [finding.__dict__ for finding in report.findings]}
+    request.app.state.last_integrity_check = {"at": now_ms(), "findings": [finding.__dict__ for finding in report.findings]}
     return RedirectResponse("/", status_code=303)
 
 
@@ -396,12 +396,12 @@ def create_app(store: MemoryStore, *, token: str, namespace: str | None = None, 
         Route("/flags/dismiss", review.dismiss_these, methods=["POST"]), Route("/flags/{flag_id:int}/keep", review.keep_side, methods=["POST"]),
         Route("/flags/{flag_id:int}/dismiss", review.dismiss_flag, methods=["POST"]),
         Route("/report", report_page), Route("/embeddings", embeddings_page), Route("/maintain", maintain_page),
-        Route("/maintain", run_maintain, methods=["POST"]), Route("/check", run_check, methods=["POST"]),
+        Route("/maintain", run_maintain, methods=["POST"]), Route("/check", run_integrity_check, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]  # fmt: skip
     app = Starlette(routes=routes, exception_handlers={MemstoreError: memstore_error, SQLAlchemyError: memstore_error, HTTPException: http_error})
     app.state.site = Site(store, token, namespace, read_only)
-    app.state.last_check = None
+    app.state.last_integrity_check = None
     return app
 
 
