@@ -11,7 +11,9 @@ real store, SQLite and PostgreSQL, asked over real HTTP (and in Chromium where a
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import quote, urljoin, urlsplit
@@ -24,7 +26,7 @@ from memstore import MemoryStore
 from memstore.web.guard import csrf_value
 
 from .test_semantic_store import FACTS
-from .test_web import Server, browser, start  # noqa: F401 (browser is a fixture)
+from .test_web import MEMSTORE, Server, browser, free_port, start  # noqa: F401 (browser is a fixture)
 
 VAULT = "b secret the vault code is 9931"
 
@@ -209,6 +211,31 @@ def test_the_cookie_carries_a_session_value_that_another_local_service_cannot_us
     finally:
         other.shutdown()
         stop(server)
+
+
+def test_a_page_on_a_loopback_address_of_its_own_keeps_its_cookie_from_services_on_127_0_0_1(browser, store, store_url, tmp_path):  # noqa: F811
+    """Cookies are kept per host: a page listening on 127.0.0.2 sends its cookie to no service on 127.0.0.1."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_WEB_TOKEN"}
+    with (tmp_path / "web-own-address.log").open("w") as log:
+        process = subprocess.Popen([MEMSTORE, "--db", store_url, "web", "--listen", f"127.0.0.2:{port}"], stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+    other = HTTPServer(("127.0.0.1", 0), CookieCatcher)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        address = process.stdout.readline().strip()
+        assert address.startswith(f"http://127.0.0.2:{port}/?token=")
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(address)
+        assert page.url == f"http://127.0.0.2:{port}/" and [cookie["domain"] for cookie in context.cookies()] == ["127.0.0.2"]
+        CookieCatcher.seen.clear()
+        page.goto(f"http://127.0.0.1:{other.server_port}/")
+        assert CookieCatcher.seen and all("memstore_session" not in header for header in CookieCatcher.seen)
+        context.close()
+    finally:
+        other.shutdown()
+        process.terminate()
+        process.wait(timeout=15)
 
 
 def test_the_token_trade_redirects_only_to_a_path_of_this_origin(store, store_url, tmp_path):
