@@ -22,6 +22,7 @@ from .reads import count_rows, find_fact, get_row, iter_rows, namespace_names, r
 from .records import PreparedRow, now_ms, one_memory, prepare_row, update_changes
 from .schema import MEMORY_COLUMNS
 from .store_files import FileMethods
+from .store_items import ItemMethods
 from .store_review import ReviewMethods
 from .validate import require_capacity, require_limit, require_moment
 from .writes import AddResult, add_in_transaction, same_key_ids
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class MemoryStore(ReviewMethods, FileMethods):
+class MemoryStore(ReviewMethods, FileMethods, ItemMethods):
     """A memory store in a SQLite file (a path) or any SQLAlchemy URL; opening it migrates it to head.
 
     >>> store = MemoryStore(tmp_path / "demo.db")              # doctest: +SKIP
@@ -361,34 +362,6 @@ class MemoryStore(ReviewMethods, FileMethods):
         from .expire import expire_in_transaction
 
         return self._run_job(lambda conn, now: expire_in_transaction(conn, namespace, now, dry_run=dry_run), dry_run, None, RECALL_CHECK_K, None)
-
-    def extend_lifetimes(self, ends: Mapping[str, int | None], namespace: str | None = None) -> int:
-        """Move lifetimes' ends in place (id -> expires_at, None: never) for memories visible now and to
-        ends after now, so no past moment's answer changes (LangGraph's refresh on read); how many."""
-        from .lifecycle import extend_lifetimes
-
-        return self._write(lambda conn, now: extend_lifetimes(conn, ends, namespace, now))
-
-    def get_item(self, namespace: str, key: str) -> dict[str, Any] | None:
-        """The live memory answering to `key` in `namespace` (its fact_key, else its id), or None."""
-        from .keyed import find_item
-
-        return self._read(lambda conn, now: find_item(conn, namespace, key, now))
-
-    def put_items(self, puts: Sequence[tuple[str, str, dict[str, Any] | None, float | None]]) -> None:
-        """LangGraph's puts (namespace, key, value or None to delete, TTL minutes or None), in order, in one
-        transaction at one moment; each replaced or deleted item is its own run that `restore` undoes."""
-        from .keyed import lock_keys, put_in_transaction
-
-        with write_transaction(self.engine) as conn:
-            lock_keys(conn, puts)
-            put_in_transaction(conn, puts, now_ms())  # now: once the transaction holds the store and the keys
-
-    def refresh_items(self, rows: Iterable[Mapping[str, Any]]) -> int:
-        """Start again the lifetimes of items read with a TTL (LangGraph's refresh on read); how many."""
-        from .keyed import refresh_in_transaction
-
-        return self._write(lambda conn, now: refresh_in_transaction(conn, rows, now))
 
     def restore(self, run_id: int, *, dry_run: bool = False) -> RestoreReport:
         """Undo a run: its archived rows go back to the live set, whole, and the flags it settled
