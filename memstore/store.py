@@ -248,13 +248,13 @@ class MemoryStore(ReviewMethods, FileMethods, ItemMethods):
     def count(self, namespace: str | None = None, *, archived: bool = False) -> int:
         return self._read(lambda conn, now: count_rows(conn, namespace, now, archived=archived))
 
-    def runs(self, limit: int | None = None, *, offset: int = 0) -> list[dict[str, Any]]:
-        """Runs, newest first (`limit` from `offset`), each with `did`: what it changed, the counts
-        that are not zero; `status` and `restored_at` say whether and when it was undone, and
-        `parent_run_id` the maintain run whose phase it was."""
+    def runs(self, limit: int | None = None, *, offset: int = 0, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Runs, newest first (`limit` from `offset`; with `namespace`, that namespace's own), each with
+        `did`: what it changed, the counts that are not zero; `status` and `restored_at` say whether
+        and when it was undone, and `parent_run_id` the maintain run whose phase it was."""
         limit = require_limit(limit, "runs")
         offset = require_limit(offset, "runs") or 0
-        return self._read(lambda conn, now: run_rows(conn, limit, offset))
+        return self._read(lambda conn, now: run_rows(conn, limit, offset, namespace))
 
     def run(self, run_id: int, *, limit: int | None = None, offset: int = 0) -> dict[str, Any]:
         """One run whole: its row (with `did`), what it archived (`archived`: id, namespace, reason,

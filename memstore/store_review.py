@@ -1,6 +1,6 @@
 """The facade's methods for a person reviewing the store (mixed into `MemoryStore`, memstore.store):
-contradiction flags listed, paged and dismissed, one archived memory restored alone, the archive
-searched, a namespace checked. Each opens its transaction through the store's `_read` / `_write`
+the overview of the namespaces, a keyset page of memories, contradiction flags listed, paged and
+dismissed, one archived memory restored alone, the archive searched, a namespace checked. Each opens its transaction through the store's `_read` / `_write`
 and calls the one function of the module that owns the work.
 """
 
@@ -10,12 +10,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .defaults import DEFAULT_NAMESPACE, RECALL_K
-from .reads import namespace_known
+from .reads import namespace_known, rank_page
 from .validate import require_limit
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from .overview import Overview
     from .restore import RestoreReport
 
 
@@ -25,6 +26,30 @@ class ReviewMethods:
     # The store's own (memstore.store.MemoryStore): `work(conn, now)` in one read or write transaction.
     _read: Callable[[Callable[[Connection, int], Any]], Any]
     _write: Callable[[Callable[[Connection, int], Any]], Any]
+
+    # -- the overview and a page of memories -------------------------------------------------------
+
+    def overview(self, namespace: str | None = None, *, chosen: str | None = None, show_all: bool = False) -> Overview:
+        """The namespaces (`namespace` alone, or every one: the largest 50 unless `show_all`) with
+        their live, pinned and open-flag counts, the detail and staleness of `chosen` (None: the
+        largest), and the newest runs for the health charts, in one read (memstore.overview)."""
+        from .overview import overview
+
+        return self._read(lambda conn, now: overview(conn, namespace, chosen, now, show_all=show_all))
+
+    def suggested_namespaces(self) -> list[str]:
+        """The largest namespaces, for a form to suggest (SQLite's live counts; none on PostgreSQL)."""
+        from .overview import suggested_namespaces
+
+        return self._read(lambda conn, now: suggested_namespaces(conn))
+
+    def rank_page(
+        self, namespace: str = DEFAULT_NAMESPACE, *, after: tuple[int, int, str] | None = None, limit: int = 50,
+        pinned: bool | None = None, expiring_days: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Up to `limit` live memories of `namespace` in rank order after the keyset cursor `after`
+        (importance, timestamp, id of the last row shown); `pinned`, `expiring_days` narrow it."""
+        return self._read(lambda conn, now: rank_page(conn, namespace, now, after=after, limit=limit, pinned=pinned, expiring_days=expiring_days))
 
     # -- contradiction flags ---------------------------------------------------------------------
 

@@ -6,8 +6,9 @@ namespace whatever namespace it is asked about, and an id, a run or a flag of an
 reads exactly as one that does not exist; an open view (`namespace=None`) answers for the
 namespace asked (None: every one). What reads or changes every namespace at once (the store's
 integrity check, its embedding counts, maintain's store-wide phases, undoing a run over every
-namespace) a kept view refuses (`OutOfScopeError`), or leaves out. Each method is one call of the
-store's own, or one read transaction calling the module that owns the work, as `MemoryStore`'s are.
+namespace) a kept view refuses (`OutOfScopeError`), or leaves out. Each method calls the store's own
+public methods (one, but for a run read before it is shown or undone); the view opens no
+transaction and holds no SQL.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from .defaults import DEFAULT_NAMESPACE, RECALL_K
 from .errors import NotFoundError, OutOfScopeError
-from .reads import rank_page, run_rows
 
 if TYPE_CHECKING:
     from .integrity import IntegrityReport
@@ -57,25 +57,18 @@ class ScopedStore:
     def overview(self, chosen: str | None, *, show_all: bool = False) -> Overview:
         """The namespaces in view with their counts and open flags, the detail and staleness of
         `chosen` (None: the largest in view) and the chart's runs, in one read (memstore.overview)."""
-        from .overview import overview
-
-        chosen = self.within(chosen)
-        return self._store._read(lambda conn, now: overview(conn, self.namespace, chosen, now, show_all=show_all))
+        return self._store.overview(self.namespace, chosen=self.within(chosen), show_all=show_all)
 
     def suggested_namespaces(self) -> list[str]:
-        """The namespaces a search form offers: the view's own, or the largest (memstore.overview)."""
-        from .overview import suggested_namespaces
-
-        return [self.namespace] if self.namespace is not None else self._store._read(lambda conn, now: suggested_namespaces(conn))
+        """The namespaces a search form offers: the view's own, or the largest."""
+        return [self.namespace] if self.namespace is not None else self._store.suggested_namespaces()
 
     def rank_page(
         self, namespace: str, *, after: tuple[int, int, str] | None, limit: int, pinned: bool | None = None, expiring_days: int | None = None
     ) -> list[dict[str, Any]]:
         """A keyset page of live memories in rank order (memstore.reads.rank_page)."""
         namespace = self.within(namespace) or DEFAULT_NAMESPACE
-        return self._store._read(
-            lambda conn, now: rank_page(conn, namespace, now, after=after, limit=limit, pinned=pinned, expiring_days=expiring_days)
-        )
+        return self._store.rank_page(namespace, after=after, limit=limit, pinned=pinned, expiring_days=expiring_days)
 
     def list(self, namespace: str | None, *, as_of: int | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         return self._store.list(self.within(namespace), as_of=as_of, limit=limit)
@@ -111,7 +104,7 @@ class ScopedStore:
 
     def runs(self, limit: int | None, *, offset: int = 0) -> list[dict[str, Any]]:
         """Runs in view, newest first: a kept view's are its namespace's own, picked in SQL."""
-        return self._store._read(lambda conn, now: run_rows(conn, limit, offset, self.namespace))
+        return self._store.runs(limit, offset=offset, namespace=self.namespace)
 
     def run(self, run_id: int, *, limit: int | None = None, offset: int = 0) -> dict[str, Any]:
         """`MemoryStore.run` in view: a kept view reads a run of another namespace as no run, and of
