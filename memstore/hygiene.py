@@ -5,7 +5,7 @@ Definitions follow the hygiene procedure in the specification:
 * tokens: `memstore.words.tokens` (runs of letters and digits of the lowercased text);
 * Jaccard similarity of two token sets (two empty sets count as 1.0, one empty set as 0.0);
 * days idle: whole days from the last touch (``last_recalled_at``, else ``updated_at``, else
-  ``created_at``) to *now*, never negative;
+  ``created_at``) to the moment ages are counted to (``ages_at``), never negative;
 * staleness: ``min(days_idle / 180, 1.0)`` times 1.0 (never recalled), 0.75 (recalled 1-4 times) or
   0.5 (5 or more), rounded to 3 places.
 

@@ -1,7 +1,8 @@
 """Turning an input record into a row of `memories`: validation, defaults and the stored key.
 
 Every write path goes through `prepare_row`, so `norm_key` is always computed here and never taken
-from input.
+from input. An update's change set (the fields given and its lifetime) is built here too, once
+(`update_changes`: `MemoryStore.update` and a LangGraph put over a stored key).
 """
 
 from __future__ import annotations

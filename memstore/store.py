@@ -1,6 +1,9 @@
 """`MemoryStore`: the Python API, a facade. Each method opens its transaction and calls the one
 function of the module that owns the work; SQL does the set work there.
 
+Mixed in, each from a module of its own: the methods for a person reviewing the store
+(store_review.py), for its files and model (store_files.py) and for LangGraph's items
+(store_items.py). `scoped(namespace)` gives the store seen through one namespace (store_scoped.py).
 The modules of the job, recall, hygiene, the integrity check and backup are imported by the
 methods that use them, so a per-turn `memstore add` loads none of them.
 """
