@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
+from memstore.defaults import DAY_MS
 from scripts.stores import finalize_file, remove_store, table_counts
 
-DAY_MS = 86_400_000
 YEAR_MS = 365 * DAY_MS
 # A fixed "now" keeps every generated store (and so what is measured on it) identical from run to run.
 NOW_MS = int(datetime(2025, 1, 1, tzinfo=timezone.utc).timestamp() * 1000)

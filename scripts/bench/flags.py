@@ -32,12 +32,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memstore import MemoryStore
+from memstore.defaults import DAY_MS
 from memstore.semantic import phases, statements
 from memstore.semantic.pairs import RELATED_AT, contradiction_reason
 from scripts import REPO, flag_streams
 from scripts.stores import copy_store
 
-DAY = 86_400_000
+DAY = DAY_MS
 START = 1_700_000_000_000
 
 
