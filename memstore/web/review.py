@@ -1,10 +1,10 @@
 """The flags page (`/flags`): contradiction flags a person works through at real size.
 
-A page of flags (`MemoryStore.flag_page`) filtered by namespace (or all), status, reason and age,
+A page of flags (`flag_page` of the page's view, memstore.store_scoped.ScopedStore) filtered by namespace (or all), status, reason and age,
 sorted newest, strongest or oldest, FLAGS_PER_PAGE at a time; each flag shows both texts with the words that
 differ marked, when each was written, when and why the flag was raised, and a "Keep this one"
 button beside each text. "Dismiss these N" dismisses every open flag the filter picks as one run
-(`MemoryStore.dismiss_flags`, with the number the reviewer saw, so a flag raised since stays open).
+(`dismiss_flags`, with the number the reviewer saw, so a flag raised since stays open).
 Every action answers with a redirect back to the same filter, page and place (reload-safe), which
 names the run it was and offers its undo.
 """
