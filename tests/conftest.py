@@ -89,6 +89,7 @@ SPLIT_MODULES = (
     "test_docs_transcripts", "test_crosscheck", "test_bad_vectors", "test_copy", "test_semantic_store", "test_mcp",
     "test_hardening_io", "test_as_of", "test_parameter_limits", "test_torture", "test_langgraph_ttl", "test_queued_writes",
     "test_sharing", "test_privacy", "test_cli", "test_langgraph", "test_expiry", "test_packaging",
+    "test_probe", "test_web_review", "test_web_doors", "test_import_bounds", "test_vector_files_hardening", "test_recall_snapshot",
 )  # fmt: skip
 LONGEST_FIRST = (
     "test_probe", "test_eval_recall", "test_parameter_limits", "test_copy", "test_crosscheck", "test_docs_transcripts",
