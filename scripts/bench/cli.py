@@ -42,8 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=None, help="where store files go (default: a temp dir)")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--only", choices=["all", "core", "ops", "vectors", "copy", "web", "importers", "langgraph"], default="all",
-                        help="core: the per-size scenarios; ops: the job report and CLI scenarios; vectors: vector search; "
+    parser.add_argument("--only", choices=["all", "core", "ops", "vectors", "sync", "beside-writers", "copy", "web", "importers", "langgraph"],
+                        default="all",
+                        help="core: the per-size scenarios; ops: the job report and CLI scenarios; vectors: vector search, "
+                             "embeddings sync and recall beside writers (sync, beside-writers: those two alone); "
                              "copy: memstore copy between backends (copy.py); web: memstore web's pages (web.py); "
                              "importers: import --from every format vs memstore's own JSONL (importers.py); "
                              "langgraph: MemstoreStore put and batch vs LangGraph's SqliteStore (langgraph.py)")
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="print a missed speed target but do not fail on it (a run at sizes too small to judge speed, "
                              "as the tests run the bench); the correctness checks still fail the run")
     args = parser.parse_args(argv)
-    sizes = [] if args.only in ("ops", "vectors", "copy", "web", "importers", "langgraph") else [10_000] if args.quick else sorted(args.sizes)
+    sizes = [] if args.only in ("ops", "vectors", "sync", "beside-writers", "copy", "web", "importers", "langgraph") else [10_000] if args.quick else sorted(args.sizes)
 
     started = time.perf_counter()
     results: list[dict] = []
@@ -111,8 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in ("all", "ops"):
             operations = run_operations(args, Path(tmp))
             write_results("operations")
-        if args.only in ("all", "vectors"):
-            semantic = {"vectors": run_vectors(args, Path(tmp), make_queries(args.seed, args.queries, zipf=False))}
+        if args.only in ("all", "vectors", "sync", "beside-writers"):
+            queries = make_queries(args.seed, args.queries, zipf=False)
+            semantic = {"vectors": run_vectors(args, Path(tmp), queries, parts=("sync",) if args.only == "sync" else
+                                               ("beside_writers",) if args.only == "beside-writers" else None)}  # fmt: skip
             write_results("semantic")
         if args.only in ("all", "copy"):
             copy = run_copy(args, Path(tmp))

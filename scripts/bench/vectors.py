@@ -106,9 +106,15 @@ def remove(path: Path) -> None:
     shutil.rmtree(f"{path}-vectors", ignore_errors=True)  # the vector files of a Python without sqlite-vec
 
 
-def run_vectors(args, work: Path, queries: list[str]) -> dict:
+def run_vectors(args, work: Path, queries: list[str], parts: tuple[str, ...] | None = None) -> dict:
+    """Every scenario of the module's docstring, or only `parts` of the last two ("sync", "beside_writers")."""
     query = queries[0]
     out: dict = {"process": [], "long_lived": [], "postgresql": {}}
+    if parts is not None:
+        from .beside_writers import bench_beside_writers
+
+        scenarios = {"sync": lambda: bench_sync(args, work), "beside_writers": lambda: bench_beside_writers(args, work, queries)}
+        return {**out, **{part: scenarios[part]() for part in parts}}
     big = args.vectors_size
     for size, namespaces in ((1_000, 1), (1_000, 10), (big, 1), (big, big // 100)):
         path = work / f"vectors-{size}-{namespaces}.db"
@@ -143,31 +149,35 @@ def run_vectors(args, work: Path, queries: list[str]) -> dict:
 
 
 def bench_sync(args, work: Path) -> dict:
-    """`embeddings sync` against the bare embedder on the same texts, sorted by length and not."""
+    """`embeddings sync` against the bare embedder on the same texts, sorted by length and not: the
+    three taken in turn, `--repeats` rounds, the median of each (a loaded machine slows them alike)."""
     from scripts.longmemeval import load
 
     memories, _ = load("slice")
     texts = [memory["text"] for memory in memories[: args.sync_size]]
     embedder = Embedder(args.model_dir)
     embedder.embed(["warm up"])  # the model loaded before anything is timed
-    timed: dict = {"size": len(texts)}
-    for name, ordered in (("embedder_sorted", sorted(texts, key=len)), ("embedder_arrival", texts)):
-        t = time.perf_counter()
-        for _ in embedder.embed_batches(ordered):
-            pass
-        timed[name] = time.perf_counter() - t
-    path = work / "sync.db"
-    with MemoryStore(str(path)) as store:
-        store.add("warm up", id="warm")
-        store.enable_embeddings(args.model_dir)
-        store.sync_embeddings()  # one memory: loads the store's model before anything is timed
-        store.add_many([{"id": f"t{n}", "text": text, "timestamp": n} for n, text in enumerate(texts)])
-        t = time.perf_counter()
-        embedded = store.sync_embeddings()["embedded"]
-        timed["sync"] = time.perf_counter() - t
-    remove(path)
+    rounds: dict[str, list[float]] = {"embedder_sorted": [], "embedder_arrival": [], "sync": []}
+    embedded = 0
+    for round_number in range(max(1, args.repeats)):
+        for name, ordered in (("embedder_sorted", sorted(texts, key=len)), ("embedder_arrival", texts)):
+            t = time.perf_counter()
+            for _ in embedder.embed_batches(ordered):
+                pass
+            rounds[name].append(time.perf_counter() - t)
+        path = work / f"sync-{round_number}.db"
+        with MemoryStore(str(path)) as store:
+            store.add("warm up", id="warm")
+            store.enable_embeddings(args.model_dir)
+            store.sync_embeddings()  # one memory: loads the store's model before anything is timed
+            store.add_many([{"id": f"t{n}", "text": text, "timestamp": n} for n, text in enumerate(texts)])
+            t = time.perf_counter()
+            embedded = store.sync_embeddings()["embedded"]
+            rounds["sync"].append(time.perf_counter() - t)
+        remove(path)
+    timed: dict = {"size": len(texts), "rounds": len(rounds["sync"]), **{name: statistics.median(values) for name, values in rounds.items()}}
     log(f"  sync: {embedded:,} of {len(texts):,} in {timed['sync']:.1f} s; bare embedder sorted {timed['embedder_sorted']:.1f} s, "
-        f"in arrival order {timed['embedder_arrival']:.1f} s")
+        f"in arrival order {timed['embedder_arrival']:.1f} s (medians of {timed['rounds']})")
     return timed
 
 
