@@ -22,6 +22,8 @@ def require_free_port(address: str, option: str) -> None:
                 probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds it
                 probe.bind(bound)
             break
+    except socket.gaierror:
+        return  # a name that does not resolve here: the server refuses it with its own message (a token first)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise click.ClickException(f"{option} {address}: port {port} is in use (another memstore web or mcp?); give another port") from None
