@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -192,7 +193,7 @@ def test_a_database_password_never_reaches_output(pg_url, tmp_path):
     assert sum(code == 0 for _, code, _ in outputs) >= 25  # the commands ran, not only failed
     # The server's log, on stdio until its input ends.
     done = subprocess.run(
-        [str(REPO / ".venv" / "bin" / "memstore"), "--db", url, "mcp"], stdin=subprocess.DEVNULL,
+        [str(Path(sys.executable).with_name("memstore")), "--db", url, "mcp"], stdin=subprocess.DEVNULL,
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert "on stdio" in done.stderr and PASSWORD not in done.stdout + done.stderr

@@ -28,8 +28,11 @@ GROUPS = {
     "clients": ["http-clients", "langgraph-ttl"],
     "listeners": ["tokens", "rebinding", "garbage", "namespaces", "web"],
     "web-doors": ["web-scope", "web-read-only", "web-cookie", "web-numbers", "web-bidi"],
-    "inputs": ["vectors", "deep-meta", "time", "odd-namespaces", "password", "ttl-digits", "odd-time"],
-    "sources-and-files": ["sources", "copy-targets", "token-file", "targets", "vectors-folder", "vector-files"],
+    "inputs": ["deep-meta", "odd-namespaces", "ttl-digits"],
+    "time": ["time", "password"],
+    "model-inputs": ["vectors", "odd-time"],
+    "sources": ["sources", "copy-targets", "token-file", "targets"],
+    "vector-files": ["vectors-folder", "vector-files"],
 }
 # What the probe must have tried in each group, on each backend where it has a path there.
 MUST_RUN = {

@@ -17,6 +17,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from memstore.web.guard import csrf_value
 from .conftest import REPO
 from .test_semantic_store import FACTS
 
-MEMSTORE = str(REPO / ".venv" / "bin" / "memstore") if (REPO / ".venv" / "bin" / "memstore").exists() else shutil.which("memstore")
+MEMSTORE = str(Path(sys.executable).with_name("memstore"))  # the installed memstore the tests run on
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 HOSTILE = '<img src=x onerror="document.title=\'owned\'"><script>document.title="owned"</script>'
 
