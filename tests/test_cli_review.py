@@ -18,16 +18,7 @@ from memstore.cli import cli
 from memstore.cli.app import COMMANDS, MemstoreGroup
 
 from .test_review import limits
-
-
-@pytest.fixture
-def run(db_path):
-    runner = CliRunner()
-
-    def invoke(*args, input=None):
-        return runner.invoke(cli, ["--db", str(db_path), *args], input=input, catch_exceptions=False)
-
-    return invoke
+from .test_cli import run  # noqa: F401 (a fixture: the CLI in-process on db_path)
 
 
 @pytest.fixture

@@ -62,11 +62,15 @@ class Server:
         return dict(httpx.get(self.url).cookies)
 
 
-def start(store_url: str, tmp_path: Path, *args: str) -> Server:
+def start(store_url: str, tmp_path: Path, *args: str, home: Path | None = None) -> Server:
+    """`memstore web` on `store_url` (with `args`), answering once it listens; HOME at `home` if given
+    (the header then shows a store under it as ~/...)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_WEB_TOKEN"}
+    if home is not None:
+        env["HOME"] = str(home)
     log = (tmp_path / f"web-{port}.log").open("w")
-    process = subprocess.Popen([MEMSTORE, "--db", store_url, "web", "--listen", f"127.0.0.1:{port}", *args],
+    process = subprocess.Popen([MEMSTORE, "--db", str(store_url), "web", "--listen", f"127.0.0.1:{port}", *args],
                                stdout=subprocess.PIPE, stderr=log, text=True, env=env)  # fmt: skip
     first_line = process.stdout.readline().strip()
     deadline = time.monotonic() + 30

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
-import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -32,6 +30,7 @@ from memstore.schema import contradiction_flags
 
 from .conftest import BACKENDS
 from .test_web import MEMSTORE, Server, browser, free_port  # noqa: F401 (browser: the module's Chromium)
+from .test_web import start as start_web
 
 DAY = 86_400_000
 VIEWPORT = {"width": 1280, "height": 900}
@@ -91,21 +90,7 @@ def grow_agent_store(store: MemoryStore, now: int) -> dict:
 
 def start(db: Path | str, home: Path, tmp_path: Path, *args: str) -> Server:
     """`memstore web` on `db` (with `args`), HOME at `home` (the header then shows ~/agent.db)."""
-    port = free_port()
-    env = {**{k: v for k, v in os.environ.items() if k != "MEMSTORE_WEB_TOKEN"}, "HOME": str(home)}
-    log = (tmp_path / f"web-{port}.log").open("w")
-    process = subprocess.Popen([MEMSTORE, "--db", str(db), "web", "--listen", f"127.0.0.1:{port}", *args],
-                               stdout=subprocess.PIPE, stderr=log, text=True, env=env)  # fmt: skip
-    first_line = process.stdout.readline().strip()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, (tmp_path / f"web-{port}.log").read_text()
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            time.sleep(0.1)
-    return Server(first_line, process, port)
+    return start_web(db, tmp_path, *args, home=home)
 
 
 @pytest.fixture(params=BACKENDS)
