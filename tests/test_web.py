@@ -25,6 +25,7 @@ import httpx
 import pytest
 
 from playwright import sync_api as playwright_api
+from playwright.sync_api import expect
 
 from memstore.records import now_ms
 from memstore.web.guard import csrf_value
@@ -120,7 +121,7 @@ def test_the_first_line_is_the_address_to_open_and_it_trades_the_token_for_a_coo
     [cookie] = context.cookies()
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["name"] == f"memstore_session_{server.port}"
     assert cookie["value"] != server.url.split("token=")[1]  # a session value, not the token
-    assert page.get_by_role("heading", name="Overview").is_visible()
+    expect(page.get_by_role("heading", name="Overview")).to_be_visible()
     context.close()
 
 
@@ -139,7 +140,8 @@ def test_a_person_finds_a_memory_settles_flags_corrects_and_undoes_by_clicking(b
     # Settle the rate-limit flag: keep r2, r1 is superseded by it.
     page.get_by_role("link", name="Flags", exact=True).click()
     page.locator(".side", has=page.locator("a.id", has_text="r2")).get_by_role("button", name="Keep this one").click()
-    assert page.url.startswith(f"{server.base}/flags?done=") and page.locator(".notice").is_visible()
+    assert page.url.startswith(f"{server.base}/flags?done=")
+    expect(page.locator(".notice")).to_be_visible()
     assert seeded.get("r1")["reason"] == "superseded" and seeded.get("r1")["superseded_by"] == "r2"
     keep_run = seeded.runs(1)[0]
     assert keep_run["kind"] == "supersede"
@@ -164,7 +166,7 @@ def test_a_person_finds_a_memory_settles_flags_corrects_and_undoes_by_clicking(b
     page.goto(f"{server.base}/memories/t1")
     page.get_by_label("Text").fill("The team standup is every weekday at 10:00.")
     page.get_by_role("button", name="Update t1").click()
-    assert page.get_by_role("heading", name=f"Memory {seeded.get('t1')['superseded_by']}").is_visible()
+    expect(page.get_by_role("heading", name=f"Memory {seeded.get('t1')['superseded_by']}")).to_be_visible()
     assert seeded.get("t1")["reason"] == "superseded"
     page.goto(f"{server.base}/memories/u1")
     page.get_by_role("button", name="Forget u1").click()
@@ -182,7 +184,7 @@ def test_a_person_finds_a_memory_settles_flags_corrects_and_undoes_by_clicking(b
     page.get_by_role("link", name="Runs", exact=True).click()
     page.get_by_role("link", name=str(forget_run), exact=True).first.click()
     page.get_by_role("button", name=f"Undo run {forget_run}").click()
-    assert page.get_by_role("heading", name=f"Run {forget_run}: forget").is_visible()
+    expect(page.get_by_role("heading", name=f"Run {forget_run}: forget")).to_be_visible()
     assert "Undone. 1 memory back in the live set" in page.locator(".notice").inner_text() and "office coffee" in page.locator("main").inner_text()
     assert "archived_at" not in seeded.get("u1")
     # Every change is a run the CLI sees.
@@ -198,7 +200,7 @@ def test_the_overview_links_a_namespaces_report_and_counts_what_waits_for_embedd
     assert "Waiting for embeddings: 1 live memory" in page.locator("main").inner_text()
     page.goto(f"{server.base}/")
     page.get_by_role("link", name="its hygiene report").click()
-    assert page.get_by_role("heading", name="Hygiene report: default").is_visible()
+    expect(page.get_by_role("heading", name="Hygiene report: default")).to_be_visible()
     report = seeded.report("default")
     text = page.locator("main").inner_text()
     assert f"{report['total_records']} live memories" in text
@@ -259,7 +261,7 @@ def test_a_page_kept_to_one_namespace_shows_nothing_of_the_others(browser, seede
         context, page = opened(browser, server)
         assert "default" not in page.locator("table").first.inner_text()
         page.goto(f"{server.base}/memories/t1")
-        assert page.get_by_role("heading", name="That did not work").is_visible()
+        expect(page.get_by_role("heading", name="That did not work")).to_be_visible()
         page.goto(f"{server.base}/memories")
         assert "Another tenant's secret." in page.locator("table").inner_text()
         # A run over every namespace shows only this namespace's part, and cannot be undone from here.

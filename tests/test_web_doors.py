@@ -20,6 +20,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 from sqlalchemy import text
 
 from memstore import MemoryStore
@@ -300,7 +301,7 @@ def test_bidi_controls_in_ids_and_namespaces_are_shown_not_obeyed(browser, store
         page.goto(server.url)
         page.goto(f"{server.base}/memories/{quote(sneaky)}")
         assert page.get_by_role("heading", level=1).inner_text() == "Memory note\\u202etxt.exe"
-        assert page.get_by_role("button", name="Forget note\\u202etxt.exe").is_visible()
+        expect(page.get_by_role("button", name="Forget note\\u202etxt.exe")).to_be_visible()
         shown = page.locator("main").inner_text()
         assert "n\\u2067s" in shown and "\u202e" not in shown and "\u2067" not in shown
         assert page.locator("p.text").get_attribute("dir") == "auto"

@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from memstore import MemoryStore
 from memstore.db import write_transaction
@@ -134,13 +135,13 @@ def test_a_reviewer_works_through_an_agents_store(browser, agent, shots):
     page.goto(server.url)
     assert "~/agent.db" in page.locator("header").inner_text() or not store.is_sqlite
     # The overview details the largest namespace and gives the store's totals.
-    assert page.get_by_role("heading", name="Namespace assistant").is_visible()
+    expect(page.get_by_role("heading", name="Namespace assistant")).to_be_visible()
     assert "300 open flags" in page.locator("p.totals").inner_text()
 
     # 300 open flags over two namespaces, 20 to a page.
     page.get_by_role("navigation").get_by_role("link", name="Flags", exact=True).click()
     assert page.locator("p.count").inner_text().startswith("300 flags match")
-    assert page.locator("section.flag").count() == 20
+    expect(page.locator("section.flag")).to_have_count(20)
 
     # 1. Twenty old ones in projects, dismissed together: one run, one undo.
     page.get_by_label("Namespace").fill("projects")
@@ -154,7 +155,7 @@ def test_a_reviewer_works_through_an_agents_store(browser, agent, shots):
     bulk_run = int(landed["done"][0])
     dismissed = store.flag_page("projects", status="dismissed", limit=100)["flags"]
     assert len(dismissed) == 20 and {flag["closed_by_run"] for flag in dismissed} == {bulk_run}
-    assert page.get_by_role("button", name=f"Undo run {bulk_run}").is_visible()
+    expect(page.get_by_role("button", name=f"Undo run {bulk_run}")).to_be_visible()
 
     # 2. Two by hand, in contacts: keep the newer side of one, say both are fine of the next; the
     # reviewer stays on the same filter, at the next flag.
@@ -174,7 +175,8 @@ def test_a_reviewer_works_through_an_agents_store(browser, agent, shots):
     # 3. Search across every namespace: texts first, a rank and a bar, the namespace of each.
     page.goto(f"{server.base}/memories?q=when+is+the+budget+review&namespace=")
     rows = page.locator("table.search tbody tr")
-    assert rows.count() == 20 and rows.first.locator("td.rank").inner_text().startswith("#1")
+    expect(rows).to_have_count(20)
+    assert rows.first.locator("td.rank").inner_text().startswith("#1")
     assert "budget" in rows.first.inner_text() and "assistant" in rows.first.inner_text()
     page.screenshot(path=shots / "web-search.png", full_page=False)
 
@@ -207,7 +209,7 @@ def test_a_reviewer_works_through_an_agents_store(browser, agent, shots):
     assert store.count("assistant") > live_before + 1_000
     assert page.locator(".notice").first.inner_text().startswith("Undone.")
     page.reload()  # the answer was a redirect: reloading shows it again and undoes nothing twice
-    assert page.locator(".notice").first.is_visible()
+    expect(page.locator(".notice").first).to_be_visible()
     page.goto(f"{server.base}/runs")
     assert "undone" in page.locator("tr.undone").first.get_attribute("class")
     page.screenshot(path=shots / "web-runs.png", full_page=True)
@@ -221,7 +223,7 @@ def test_a_reviewer_works_through_an_agents_store(browser, agent, shots):
                  "/maintain?namespace=assistant", "/memories/dana-japanese"):  # fmt: skip
         fits(page, server.base + path)
     page.goto(f"{server.base}/runs/{evicting}")
-    assert page.get_by_role("link", name="Next 50").is_visible()
+    expect(page.get_by_role("link", name="Next 50")).to_be_visible()
     page.screenshot(path=shots / "web-run.png", full_page=True)
     context.close()
 
