@@ -274,3 +274,42 @@ def recall_rows(
     ).mappings()
     return [dict(row) for row in rows]
 
+
+
+# Which namespaces hold a match is read from the newest memories holding a query word, this many at
+# most: one rowid looked up per match, whatever the store's size (a word rarer than
+# COMMON_WORD_MEMORIES is in fewer; a query of common words only is answered among the newest).
+HOLDING_WINDOW = 2_000
+
+# The newest HOLDING_WINDOW memories holding any of the words, grouped by namespace: the live ones
+# outside `asked`, most matches first, ties by name. On SQLite the full-text index gives its rowids
+# newest first and stops at the window; on PostgreSQL the GIN index finds the matches (OFFSET 0 keeps
+# the planner from walking the primary key newest first instead, reading every row's text) and the
+# newest are kept.
+NAMESPACES_HOLDING_SQL = {
+    "sqlite": (
+        f"SELECT m.namespace, count(*) AS matches FROM (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :expression "
+        "ORDER BY rowid DESC LIMIT :window) AS hit JOIN memories AS m ON m.seq = hit.rowid "
+        "WHERE m.namespace <> :asked AND (m.expires_at IS NULL OR m.expires_at > :now) "
+        "GROUP BY m.namespace ORDER BY matches DESC, m.namespace LIMIT :names"
+    ),
+    "postgresql": (
+        "SELECT hit.namespace, count(*) AS matches FROM (SELECT namespace, expires_at FROM (SELECT seq, namespace, expires_at "
+        f"FROM memories WHERE {pg_document('text')} @@ to_tsquery('simple', :expression) OFFSET 0) AS matching "
+        "ORDER BY seq DESC LIMIT :window) AS hit "
+        "WHERE hit.namespace <> :asked AND (hit.expires_at IS NULL OR hit.expires_at > :now) "
+        "GROUP BY hit.namespace ORDER BY matches DESC, hit.namespace LIMIT :names"
+    ),
+}
+
+
+def namespaces_holding(conn: Connection, query: str, asked: str, *, now: int, names: int | None) -> dict[str, int]:
+    """The namespaces other than `asked` whose live memories hold a word recall would search `query`
+    on (`query_words`), at most `names` (None: every one), most matches first, ties by name: {namespace: matches}.
+    One statement over the newest HOLDING_WINDOW memories holding a word (a count is exact when the
+    query matches fewer): what a search that found nothing in `asked` says about the others."""
+    expression = query_expression(query_words(conn, query).words, conn.dialect.name)
+    if expression is None or names == 0:
+        return {}
+    parameters = {"expression": expression, "asked": asked, "now": now, "window": HOLDING_WINDOW, "names": min(names or MAX_LIMIT, MAX_LIMIT)}
+    return {name: matches for name, matches in conn.execute(text(NAMESPACES_HOLDING_SQL[conn.dialect.name]), parameters)}

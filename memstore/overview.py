@@ -1,8 +1,9 @@
 """A person's overview of the store (the web page's first page): live and pinned memories and open
-flags per namespace, one namespace's detail, the runs a health chart draws and a staleness
-histogram. Read from the live counts, the run records and one namespace's index ranges, never a
-scan of the memories; each function runs on a connection inside the caller's read transaction
-(`MemoryStore.scoped(...).overview`), at the caller's `now`.
+flags per namespace, one namespace's detail and the runs a health chart draws. Read from the live
+counts, the run records and one namespace's index ranges, never a scan of the memories (the
+staleness histogram, which reads every live memory of a namespace, is the report page's). Each
+function runs on a connection inside the caller's read transaction (`MemoryStore.scoped(...).overview`),
+at the caller's `now`.
 """
 
 from __future__ import annotations
@@ -13,15 +14,12 @@ from typing import Any
 from sqlalchemy import Connection, func, select, text
 
 from .defaults import DAY_MS, DEFAULT_NAMESPACE
-from .hygiene import staleness
 from .live_counts import live_counts
-from .schema import LIVE_COUNTS_TABLE, contradiction_flags, memories, unexpired
+from .schema import LIVE_COUNTS_TABLE, contradiction_flags, memories
 from .schema import consolidation_runs as runs
 from .schema import memory_archive as archive
 from .vectors.storage import model_of
 
-# The staleness histogram's bins (seed 002's score runs from 0 to 1).
-STALENESS_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 # The run chart shows at most this many of the newest runs.
 CHART_RUNS = 60
 # The overview's table shows this many namespaces, the largest first; the rest are a click away.
@@ -53,7 +51,6 @@ class Overview:
     namespace_count: int
     detail: NamespaceDetail
     runs: list[dict[str, Any]]  # the chart's runs, oldest first
-    staleness: list[int]
 
 
 def namespace_rows(conn: Connection, namespace: str | None, *, limit: int | None) -> tuple[list[NamespaceRow], NamespaceRow, int]:
@@ -109,29 +106,17 @@ def run_series(conn: Connection, namespace: str | None) -> list[dict[str, Any]]:
     return [dict(row) for row in reversed(conn.execute(query).mappings().all())]
 
 
-def staleness_histogram(conn: Connection, namespace: str, now: int) -> list[int]:
-    """How many live memories of `namespace` fall in each STALENESS_BINS bin (the last bin holds
-    1.0). Reads the namespace's rows: shown for one namespace at a time."""
-    counts = [0] * (len(STALENESS_BINS) - 1)
-    columns = (memories.c.id, memories.c.last_recalled_at, memories.c.updated_at, memories.c.created_at, memories.c.recall_count)
-    query = select(*columns).where(memories.c.namespace == namespace, unexpired(memories, now))
-    for row in conn.execute(query).mappings():
-        score = staleness(row, now)
-        counts[min(int(score / 0.2), len(counts) - 1)] += 1
-    return counts
-
-
 def overview(conn: Connection, scope: str | None, chosen: str | None, now: int, *, show_all: bool) -> Overview:
     """The namespaces of `scope` (None: every one; the largest OVERVIEW_NAMESPACES unless
-    `show_all`), the detail and staleness of `chosen` (None: the largest), and `scope`'s chart runs
+    `show_all`), the detail of `chosen` (None: the largest), and `scope`'s chart runs
     (scripts/bench/web.py times this as the page's baseline)."""
     rows, totals, count = namespace_rows(conn, scope, limit=None if show_all else OVERVIEW_NAMESPACES)
     if chosen is None:
         chosen = rows[0].namespace if rows else DEFAULT_NAMESPACE
-    return Overview(rows, totals, count, namespace_detail(conn, chosen, now), run_series(conn, scope), staleness_histogram(conn, chosen, now))
+    return Overview(rows, totals, count, namespace_detail(conn, chosen, now), run_series(conn, scope))
 
 
 __all__ = [
-    "CHART_RUNS", "NamespaceDetail", "NamespaceRow", "OVERVIEW_NAMESPACES", "Overview", "STALENESS_BINS", "namespace_detail",
-    "namespace_rows", "overview", "run_series", "staleness_histogram", "suggested_namespaces",
+    "CHART_RUNS", "NamespaceDetail", "NamespaceRow", "OVERVIEW_NAMESPACES", "Overview", "namespace_detail",
+    "namespace_rows", "overview", "run_series", "suggested_namespaces",
 ]

@@ -1,6 +1,7 @@
 """The facade's methods for a person reviewing the store (mixed into `MemoryStore`, memstore.store):
 the overview of the namespaces, a keyset page of memories, contradiction flags listed, paged and
-dismissed, one archived memory restored alone, the archive searched, a namespace checked. Each opens its transaction through the store's `_read` / `_write`
+dismissed, one archived memory restored alone, the archive searched, the namespaces holding a
+query's words, a namespace checked. Each opens its transaction through the store's `_read` / `_write`
 and calls the one function of the module that owns the work.
 """
 
@@ -31,7 +32,7 @@ class ReviewMethods:
 
     def overview(self, namespace: str | None = None, *, chosen: str | None = None, show_all: bool = False) -> Overview:
         """The namespaces (`namespace` alone, or every one: the largest 50 unless `show_all`) with
-        their live, pinned and open-flag counts, the detail and staleness of `chosen` (None: the
+        their live, pinned and open-flag counts, the detail of `chosen` (None: the
         largest), and the newest runs for the health charts, in one read (memstore.overview)."""
         from .overview import overview
 
@@ -111,6 +112,16 @@ class ReviewMethods:
 
         require_limit(k, "search_archive")
         return self._read(lambda conn, now: search_archive(conn, query, k, namespace))
+
+    def namespaces_matching(self, query: str, besides: str, *, limit: int = 3) -> dict[str, int]:
+        """The namespaces other than `besides` whose live memories hold a word of `query` (the words
+        recall searches on), at most `limit` (None: every one), most matches first, ties by name: {namespace: matches}.
+        One bounded statement over the newest memories holding a word (memstore.fulltext); what a
+        search that found nothing in `besides` says of the others."""
+        from .fulltext import namespaces_holding
+
+        names = require_limit(limit, "namespaces_matching")
+        return self._read(lambda conn, now: namespaces_holding(conn, query, besides, now=now, names=names))
 
     def namespace_known(self, namespace: str) -> dict[str, Any]:
         """Whether `namespace` holds anything (a live or archived memory, a flag); if not, the nearest

@@ -55,7 +55,7 @@ class ScopedStore:
     # -- reads ------------------------------------------------------------------------------------
 
     def overview(self, chosen: str | None, *, show_all: bool = False) -> Overview:
-        """The namespaces in view with their counts and open flags, the detail and staleness of
+        """The namespaces in view with their counts and open flags, the detail of
         `chosen` (None: the largest in view) and the chart's runs, in one read (memstore.overview)."""
         return self._store.overview(self.namespace, chosen=self.within(chosen), show_all=show_all)
 
@@ -91,6 +91,10 @@ class ScopedStore:
 
     def search_archive(self, query: str, k: int = RECALL_K, namespace: str | None = None) -> list[dict[str, Any]]:
         return self._store.search_archive(query, k, self.within(namespace))
+
+    def namespaces_matching(self, query: str, besides: str, *, limit: int) -> dict[str, int]:
+        """The other namespaces holding a word of `query` (memstore.fulltext): a kept view names none."""
+        return {} if self.namespace is not None else self._store.namespaces_matching(query, besides, limit=limit)
 
     def report(self, namespace: str | None) -> dict[str, Any]:
         return self._store.report(self.within(namespace) or DEFAULT_NAMESPACE)

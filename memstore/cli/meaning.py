@@ -159,7 +159,7 @@ def flag_filter_options(fn):
 @flag_filter_options
 @click.option("--status", type=click.Choice(FLAG_FILTERS), default="open", show_default=True, help="Which flags: by status, or all.")
 @click.option("--sort", type=click.Choice(["newest", "strongest", "oldest"]), default="newest", show_default=True,
-              help="Raised last first, highest cosine first, or raised first first (ties by flag id).")  # fmt: skip
+              help="Raised last first, strongest first (the contradict phase's confidence, then the cosine), or raised first first (ties by flag id).")  # fmt: skip
 @click.option("--limit", type=int64(1, FLAG_PAGE_MAX), default=FLAGS_SHOWN, show_default=True, help="Flags per page.")
 @click.option("--offset", type=int64(0), default=0, help="Skip the first N flags (the next page).")
 @json_option

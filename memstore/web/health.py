@@ -1,4 +1,5 @@
-"""The overview's health charts, from the run records the overview reads (never the memories).
+"""The health charts: the overview's, from the run records it reads (never the memories), and the
+report page's staleness histogram, from the report's scores (which read the namespace's rows).
 
 Which run goes on which line is decided here, once: `live_before` and `kept` count a whole
 namespace's live set (or the store's, for a run over every namespace) only for the jobs; a forget,
@@ -20,6 +21,8 @@ from . import charts
 JOB_KINDS = frozenset({"consolidate", "prune", "dedup", "evict", "stale", "semantic", "contradict", "expire"})
 # What a run archives, by reason, as the bars stack it (the run record's own count columns).
 ARCHIVED = (("duplicates", "duplicates"), ("evicted", "evicted"), ("expired", "expired"), ("stale", "stale"))
+# The staleness histogram's bins (seed 002's score runs from 0 to 1; the last bin holds 1.0).
+STALENESS_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
 def _label(run: dict[str, Any]) -> charts.Point:
@@ -54,13 +57,25 @@ def archived_chart(runs: Sequence[dict[str, Any]]) -> Markup:
     )  # fmt: skip
 
 
-def staleness_chart(bins: Sequence[float], counts: Sequence[int], shown: str) -> Markup:
-    labels = [f"{low:.1f} to {high:.1f}" for low, high in zip(bins, bins[1:])]
-    return charts.bars(f"Staleness of the live memories of {shown}", labels, counts, x_label="live memories (staleness 0: fresh, 1: stale)")
+def staleness_counts(scores: Sequence[float]) -> list[int]:
+    """How many of `scores` (memstore.hygiene.staleness, 0 to 1) fall in each STALENESS_BINS bin."""
+    counts = [0] * (len(STALENESS_BINS) - 1)
+    for score in scores:
+        counts[min(int(score / 0.2), len(counts) - 1)] += 1
+    return counts
 
 
-def health_charts(runs: Sequence[dict[str, Any]], namespace: str, shown: str, bins: Sequence[float], staleness: Sequence[int]) -> dict[str, Markup]:
-    return {"live": live_chart(runs, namespace, shown), "archived": archived_chart(runs), "staleness": staleness_chart(bins, staleness, shown)}
+def staleness_chart(scores: Sequence[float], shown: str) -> Markup:
+    """The staleness of a namespace's live memories in five bins (the report page's: `scores` are the report's)."""
+    labels = [f"{low:.1f} to {high:.1f}" for low, high in zip(STALENESS_BINS, STALENESS_BINS[1:])]
+    return charts.bars(
+        f"Staleness of the live memories of {shown}", labels, staleness_counts(scores), x_label="live memories (staleness 0: fresh, 1: stale)"
+    )
 
 
-__all__ = ["JOB_KINDS", "archived_chart", "health_charts", "live_chart", "staleness_chart"]
+def health_charts(runs: Sequence[dict[str, Any]], namespace: str, shown: str) -> dict[str, Markup]:
+    """The overview's charts: from the run records alone."""
+    return {"live": live_chart(runs, namespace, shown), "archived": archived_chart(runs)}
+
+
+__all__ = ["JOB_KINDS", "STALENESS_BINS", "archived_chart", "health_charts", "live_chart", "staleness_chart", "staleness_counts"]

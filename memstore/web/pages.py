@@ -31,12 +31,11 @@ from ..db import database_error
 from ..defaults import DEFAULT_NAMESPACE
 from ..errors import MemstoreError, NotFoundError, OutOfScopeError, ValidationError
 from ..io import parse_moment
-from ..overview import STALENESS_BINS
 from ..records import memory_state, now_ms
 from ..store import MemoryStore
 from ..validate import INT64_MAX, INT64_MIN, parse_ttl
 from . import charts, review, search, shown
-from .health import health_charts
+from .health import health_charts, staleness_chart
 from .guard import CSRF_FIELD, csrf_value
 
 HERE = Path(__file__).parent
@@ -123,7 +122,7 @@ async def overview(request: Request) -> Response:
     # Detailed: the page's own namespace, else the one asked for, else the largest.
     figures = site.store.overview(request.query_params.get("namespace") or None, show_all=show_all)
     chosen = figures.detail.namespace
-    health = health_charts(figures.runs, chosen, visible(chosen), STALENESS_BINS, figures.staleness)
+    health = health_charts(figures.runs, chosen, visible(chosen))
     runs = site.store.runs(10)
     return site.render(
         request, "overview.html", rows=figures.rows, totals=figures.totals, namespace_count=figures.namespace_count, show_all=show_all,
@@ -259,7 +258,8 @@ async def report_page(request: Request) -> Response:
         "possible contradictions": len(report["contradiction_flags"]), "open flags": len(report["open_flags"]),
     }  # fmt: skip
     chart = charts.bars(f"What the report finds in {visible(namespace)}", list(found), list(found.values()), x_label="how many")
-    return site.render(request, "report.html", report=report, namespace=namespace, chart=chart)
+    stale = staleness_chart([entry["staleness"] for entry in report["staleness"]], visible(namespace))
+    return site.render(request, "report.html", report=report, namespace=namespace, chart=chart, staleness=stale)
 
 
 async def maintain_page(request: Request) -> Response:

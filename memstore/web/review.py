@@ -31,7 +31,7 @@ AGES = {
     "older-week": ("raised more than 7 days ago", None, 7),
     "older-month": ("raised more than 30 days ago", None, 30),
 }
-SORTS = {"newest": "newest first", "strongest": "most alike first", "oldest": "oldest first"}
+SORTS = {"newest": "newest first", "strongest": "strongest first", "oldest": "oldest first"}
 STATUSES = ("open", "resolved", "dismissed", "all")
 # Flags on a page: each shows two texts side by side, so fewer than a list's rows (a page stays
 # within a few screens).

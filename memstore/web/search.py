@@ -5,8 +5,9 @@ namespace is one `recall` (touching nothing), or `search_archive` for what was a
 which keeps no live counts, the first by name) and merges the
 answers by how close each comes to its namespace's best match (scores of two namespaces are not on
 one scale). When one namespace finds nothing, the hint says whether that namespace exists (and
-which names are near) and which of the HINT_NAMESPACES largest others hold matches: these extra
-reads run only on an empty answer.
+which names are near) and, searching the live set, which others (HINT_NAMES at most) hold the
+query's words: one bounded full-text read (`namespaces_matching`) whatever the number of
+namespaces. These extra reads run only on an empty answer.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ if TYPE_CHECKING:
 # Recall answers this many on the page.
 SEARCH_K = 20
 # "All namespaces" searches at most this many of the largest namespaces; the hint of an empty
-# answer looks in at most HINT_NAMESPACES of them and names at most HINT_NAMES that hold matches.
+# answer names at most HINT_NAMES others that hold matches.
 SEARCHED_NAMESPACES = 50
-HINT_NAMESPACES, HINT_NAMES = 10, 3
+HINT_NAMES = 3
 
 
 @dataclass
@@ -61,15 +62,11 @@ def search(store: ScopedStore, query: str, namespace: str | None, names: list[st
     if not rows and namespace is not None and not archived:
         # A namespace's own index range says whether it holds anything (never a scan of the store).
         answer.missing = namespace not in names and store.count(namespace) == 0
-        known = names or (store.namespaces() if answer.missing else [])
         if answer.missing:
-            answer.nearest = difflib.get_close_matches(namespace, known, n=3, cutoff=0.6)
-        for name in [name for name in known if name != namespace][:HINT_NAMESPACES]:
-            found = len(store.recall(query, SEARCH_K, name, as_of=as_of))
-            if found:
-                answer.elsewhere[name] = found
-                if len(answer.elsewhere) == HINT_NAMES:
-                    break
+            answer.nearest = difflib.get_close_matches(namespace, names or store.namespaces(), n=3, cutoff=0.6)
+        if as_of is None:
+            # One bounded full-text read over the newest memories holding the words: the others that hold matches.
+            answer.elsewhere = store.namespaces_matching(query, namespace, limit=HINT_NAMES)
     return answer
 
 

@@ -19,14 +19,17 @@ page's reads, the template, the security headers); no HTTP parsing, no socket. A
 same run and interleaved with it (the order turning each round):
 
 * ``/`` (the overview, ``--web-runs`` times, default 50) against the reads ``pages.overview`` makes,
-  made alone: ``store.scoped(None).overview`` (memstore.overview: the largest namespaces and the store's totals, the largest namespace's detail and staleness, the
+  made alone: ``store.scoped(None).overview`` (memstore.overview: the largest namespaces and the store's totals, the largest namespace's detail, the
   run series) in one read transaction, then
-  ``store.runs(10)``. Targets at 1,000,000: p50 <= 2 x the reads'
-  p50, and p50 <= 100 ms. Each read's own p50 is reported, for reference.
+  ``store.runs(10)``. Targets: p50 <= 2 x the reads' p50 (at 100,000 and 1,000,000), and p50 <= 100 ms
+  at 1,000,000. Each read's own p50 is reported, for reference.
 * ``/memories?q=Q&namespace=NS`` (``--web-runs`` queries, default 50, the first of the bench's Zipf
   mix, whose common words find something in a namespace of 1,000, each in a namespace drawn at random) against ``store.recall(Q, 20, NS, touch=False)``, what the page
-  calls to answer it. Target at 1,000,000: p50 <= 2 x recall's p50. The page also reads the
-  namespaces its form suggests (``store.scoped(None).suggested_namespaces``), timed apart, for reference.
+  calls to answer it. Target: p50 <= 2 x recall's p50 (at 100,000 and 1,000,000). Many of these
+  queries find nothing in their namespace (how many is reported): the page then also counts the
+  namespace and reads which others hold the words (``namespaces_matching``, its hint), both inside
+  the page's time and not in the baseline; the hint's read is also timed apart, for reference, as
+  are the namespaces its form suggests (``store.scoped(None).suggested_namespaces``).
 
 For reference, the same two pages through a real server: ``memstore web`` as a process (uvicorn on
 loopback), fetched with httpx from this process, wall time at the client (``--web-runs`` each).
@@ -61,7 +64,8 @@ from scripts.data import DAY_MS, generate_records
 from .common import MEMSTORE_BIN
 TOKEN = "bench-web-token-0123456789abcdef"
 COOKIE_PORT = 1
-SEARCH_K = 20  # what the search page asks recall for (pages.SEARCH_K)
+SEARCH_K = 20  # what the search page asks recall for (web.search.SEARCH_K)
+HINT_NAMES = 3  # how many other namespaces an empty answer's hint names (web.search.HINT_NAMES)
 BUILD_VERSION = 1  # bump when build_store changes what it builds, so cached stores are rebuilt
 HISTORY_ROUNDS, LIFECYCLE_RUNS, OPEN_FLAGS = 5, 50, 100
 
@@ -244,7 +248,7 @@ def bench_size(path: Path, info: dict, queries: list[str], args) -> dict:
         log(f"  /: p50 {statistics.median(page) * 1e3:.1f} ms, its reads alone {statistics.median(reads) * 1e3:.1f} ms "
             f"({', '.join(f'{k} {v * 1e3:.1f}' for k, v in out['overview']['parts'].items())} ms)")  # fmt: skip
 
-        page, recall, names, found, sizes = [], [], [], 0, []
+        page, recall, names, found, sizes, hints, empty = [], [], [], 0, [], [], 0
         for n, (query, namespace) in enumerate(searches):
             def call_page() -> None:
                 elapsed, status, size = loop.run_until_complete(asgi_get(app, "/memories", urlencode({"q": query, "namespace": namespace})))
@@ -253,11 +257,16 @@ def bench_size(path: Path, info: dict, queries: list[str], args) -> dict:
                 sizes.append(size)
 
             def call_recall() -> None:
-                nonlocal found
+                nonlocal found, empty
                 start = time.perf_counter()
                 rows = store.recall(query, SEARCH_K, namespace, touch=False)
                 recall.append(time.perf_counter() - start)
                 found += len(rows)
+                if not rows:
+                    empty += 1
+                    start = time.perf_counter()
+                    store.scoped(None).namespaces_matching(query, namespace, limit=HINT_NAMES)
+                    hints.append(time.perf_counter() - start)
 
             steps = [call_page, call_recall]
             for step in steps if n % 2 == 0 else reversed(steps):
@@ -266,10 +275,12 @@ def bench_size(path: Path, info: dict, queries: list[str], args) -> dict:
                 start = time.perf_counter()
                 namespace_list(store)
                 names.append(time.perf_counter() - start)
-        out["search"] = {"page": page, "recall": recall, "namespaces": names, "rows_found": found,
-                         "page_bytes_p50": statistics.median(sizes), "queries": len(searches)}  # fmt: skip
+        out["search"] = {"page": page, "recall": recall, "namespaces": names, "rows_found": found, "empty_answers": empty,
+                         "hints": hints, "page_bytes_p50": statistics.median(sizes), "queries": len(searches)}  # fmt: skip
+        hint = f", the hint's read {statistics.median(hints) * 1e3:.1f} ms" if hints else ""
         log(f"  search: page p50 {statistics.median(page) * 1e3:.1f} ms, recall alone {statistics.median(recall) * 1e3:.1f} ms, "
-            f"its namespace list {statistics.median(names) * 1e3:.1f} ms; {found / len(searches):.1f} rows a query")  # fmt: skip
+            f"its namespace list {statistics.median(names) * 1e3:.1f} ms{hint}; {found / len(searches):.1f} rows a query, "
+            f"{empty} of {len(searches)} found nothing")  # fmt: skip
     loop.close()
     out["server"] = bench_server(path, searches, args.web_runs)
     return out
@@ -338,11 +349,12 @@ def web_rows(web: dict) -> list[dict]:
     rows = []
     for figures in web["sizes"]:
         size, at_1m = figures["size"], figures["size"] == 1_000_000
+        judged = size in (100_000, 1_000_000)  # the sizes the ratio targets are held at
         o, s = figures["overview"], figures["search"]
         page, reads = med(o["page"]), med(o["reads"])
         ratio = page / reads
         rows.append(dict(scenario=f"web / p50 vs its reads ({figures['namespaces']:,} ns)", size=size, memstore=page, baseline=reads,
-                         ratio=ratio, ratio_def="page/reads", target="<= 2 (at 1M)", met=ratio <= 2 if at_1m else None))
+                         ratio=ratio, ratio_def="page/reads", target="<= 2", met=ratio <= 2 if judged else None))
         rows.append(dict(scenario="  web / p50 server-side", size=size, memstore=page, baseline=None, ratio=None, ratio_def="",
                          target="<= 100 ms (at 1M)", met=page <= 0.100 if at_1m else None))
         rows.append(dict(scenario="  p95 of the same", size=size, memstore=percentile(o["page"], 0.95), baseline=percentile(o["reads"], 0.95),
@@ -353,11 +365,14 @@ def web_rows(web: dict) -> list[dict]:
         page, recall = med(s["page"]), med(s["recall"])
         ratio = page / recall
         rows.append(dict(scenario="web search p50 vs recall(q, 20, ns)", size=size, memstore=page, baseline=recall,
-                         ratio=ratio, ratio_def="page/recall", target="<= 2 (at 1M)", met=ratio <= 2 if at_1m else None))
+                         ratio=ratio, ratio_def="page/recall", target="<= 2", met=ratio <= 2 if judged else None))
         rows.append(dict(scenario="  p95 of the same", size=size, memstore=percentile(s["page"], 0.95), baseline=percentile(s["recall"], 0.95),
                          ratio=None, ratio_def="", target="(for reference)", met=None))
         rows.append(dict(scenario="  read: the page's namespace list", size=size, memstore=med(s["namespaces"]), baseline=None,
                          ratio=None, ratio_def="", target="(for reference)", met=None))
+        if s.get("hints"):
+            rows.append(dict(scenario=f"  read: the hint ({s['empty_answers']} of {s['queries']} found nothing)", size=size,
+                             memstore=med(s["hints"]), baseline=None, ratio=None, ratio_def="", target="(for reference)", met=None))
         server = figures.get("server")
         if server:
             rows.append(dict(scenario="  through memstore web + httpx: / p50", size=size, memstore=med(server["overview"]), baseline=None,
