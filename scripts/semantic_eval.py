@@ -259,7 +259,7 @@ def print_flags(report: dict[str, Any], *, show_misses: bool = False) -> None:
     resolve = flags["at_resolve"]
     print(f"at confidence >= {flags['resolve_at']} (maintain --resolve-updates): {resolve['flags']} flags, precision {resolve['precision']:.3f}, recall {resolve['recall']:.3f}")
     lme = flags["longmemeval"]
-    print(f"LongMemEval knowledge updates ({flags['half']} half): {lme['flagged']} of {lme['updates']} flagged (recall {lme['recall']:.3f}); "
+    print(f"LongMemEval knowledge updates ({flags['half']} half): {lme['flagged']} of {lme['updates']} flagged (recall {lme['recall']:.3f}, 95 % interval {lme['interval'][0]:.2f}-{lme['interval'][1]:.2f}); "
           f"{lme['candidates']} at cosine >= {flags['candidate_at']}; {lme['merged']} would be merged")
     print(f"Labelled pairs ({report['half']} half): the flag rule flags {pair_flags['flagged']} of {pair_flags['contradictions']} contradictions "
           f"(the classifier alone {pair_flags['flagged_before']}); {pair_flags['merged']} merged; "

@@ -106,6 +106,55 @@ def test_a_changed_value_of_one_attribute_is_flagged_and_says_so(older, newer, r
     assert flagged(older, newer) == reason
 
 
+@pytest.mark.parametrize(
+    ("older", "newer", "reason"),
+    [
+        # A user's chat: the update told in a clause of its own, another verb, the subject "I".
+        ("my highest score so far is 124 points", "I just got my highest score in Ticket to Ride - 132 points!", "I (highest score): 124 points → 132 points"),
+        ("I've been waking up around 8:30 am on Saturdays", "I like to wake up at 7:30 am on Saturdays", "I (wake Saturdays): 8:30 am → 7:30 am"),
+        ("I've been feeling really proud of myself for sticking to my daily tidying routine - it's already been 3 weeks!",
+         "I've been sticking to my daily tidying routine for 4 weeks now", "I (sticking daily tidying routine): 3 weeks → 4 weeks"),
+        ("1 tablespoon of coffee for every 6 ounces of water is the perfect ratio for me.", "1 tablespoon of coffee for every 5 ounces of water.",
+         "tablespoon coffee water: 6 ounces → 5 ounces"),
+        ("The nightly backup keeps 7 daily snapshots of the orders database.", "The nightly backup now keeps 14 daily snapshots of the orders database.",
+         "The nightly backup keeps: 7 daily snapshots of the orders database → 14 daily snapshots of the orders database"),
+    ],
+)  # fmt: skip
+def test_a_changed_count_of_one_thing_is_flagged_under_the_resolution_level(older, newer, reason):
+    found = conflict(older, newer)
+    assert found is not None and found.reason == reason and FLAG_AT <= found.confidence
+    if found.signal.startswith("a count differs"):
+        assert found.confidence < RESOLVE_AT  # read from the words around a number: never settled unasked
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("I've read 12 books this year.", "I've watched 40 films this year."),  # another thing counted
+        ("Bumped dependency 343 to latest.", "Bumped dependency 346 to latest."),  # two subjects
+        ("My order #1182 has 3 items in it.", "My order #1190 has 5 items in it."),
+        ("I have 2 tickets for the concert.", "I have 4 tickets for the concert on Friday for my parents."),  # a scope on one side
+        ("I walked 5 km with Ana on Monday.", "Sam walked 8 km on Tuesday."),  # another subject
+    ],
+)
+def test_counts_of_other_things_or_subjects_do_not_contradict(older, newer):
+    assert flagged(older, newer) is None
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "reason"),
+    [
+        ("The billing service is owned by the data team.", "The frontend team owns the billing service now.",
+         "The billing service is owned by: the data team → the frontend team"),
+        ("The payments team owns the checkout service.", "The checkout service is owned by the growth team.",
+         "The checkout service is owned by: the payments team → the growth team"),
+    ],
+)  # fmt: skip
+def test_passive_and_active_voice_state_one_attribute(older, newer, reason):
+    assert flagged(older, newer) == reason
+    assert flagged("The billing service is owned by the data team.", "The data team owns the billing service.") is None
+
+
 def test_a_pair_that_states_another_value_is_never_merged():
     # The classifier alone calls these duplicates (cosine above DUPLICATE_AT, no number or word swapped).
     assert not merges("Dana's manager is Priya Raman.", "Dana's new manager is Tom Becker.", 0.9, 0.82, 0.65)
@@ -219,6 +268,8 @@ def test_flags_meet_the_targets_on_the_held_out_half(evaluation):
     flags = evaluation["flags"]["streams_figures"]
     assert flags["precision"] >= 0.80 and flags["recall"] >= 0.70
     assert flags["gold_merged"] == 0 and evaluation["flags"]["longmemeval"]["merged"] == 0
+    # LongMemEval's updates miss their 0.70 (docs/semantic.md): 7 of 14 on the held-out part, kept.
+    assert evaluation["flags"]["longmemeval"]["flagged"] >= 7
     pairs = evaluation["pair_flags"]
     assert pairs["merged"] == 0 and pairs["flagged"] >= pairs["flagged_before"] - 1
     # Updates an agent can trust: every flag the resolution would settle on the held-out half is a real change.

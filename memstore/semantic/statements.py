@@ -28,17 +28,22 @@ Becker") and a confidence. Never, whatever the words:
 
 and otherwise when the pair classifier's text rules see a change (`pairs.contradiction_reason`: a
 number, a punctuated value, a negation, a swapped word, a reversed relation) or the values differ
-outright with subject and relation the same ("Priya Raman" / "Tom Becker since the reorg").
+outright with subject and relation the same ("Priya Raman" / "Tom Becker since the reorg"). A passive
+side is read the active way ("is owned by the data team" / "The frontend team owns ..."), and a
+changed count of one thing is a change ("my highest score so far is 124 points" / "I just got my
+highest score in Ticket to Ride - 132 points!": `quantities`).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from ..words import FUNCTION_WORDS, is_negation
+from . import quantities
+from .quantities import SCOPE_WORDS  # a phrase that narrows where a value holds: another scope is another attribute
 from .pairs import _aligned_words, _names, _stem, classify, contradiction_reason, reversed_words
 
 # A flag is raised at this confidence or above; a weaker pair is not raised at all. Chosen on the
@@ -51,6 +56,9 @@ CANDIDATE_AT = 0.5
 # `maintain --resolve-updates` supersedes the older side of a flag at this confidence or above:
 # the level at which the tuning half's flags were all real changes (docs/semantic.md).
 RESOLVE_AT = 0.9
+# A flag read from a count alone (`quantities.change`: the words around a number, not the whole
+# statement) starts here, under RESOLVE_AT: never settled unasked. Chosen on the tuning halves.
+COUNT_CONFIDENCE = 0.75
 
 COPULAS = frozenset("is are was were be been being am 's 'm 're".split())
 AUXILIARIES = COPULAS | frozenset("has have had 've does do did will would can could should must may might shall 'll 'd".split())
@@ -64,6 +72,8 @@ VERBS = frozenset(
 )  # fmt: skip
 # A relation that holds many values at once: a new value adds to a list.
 MULTI_VALUED = frozenset("like love enjoy speak learn play visit collect know follow attend use have own watch read into study meet".split())
+# Relations whose doer is one, read the passive way ("is owned by"), though they hold many objects.
+SINGLE_DOER = frozenset({"own"})
 # Relations that say the same thing in other words.
 # Where something is: lives in, is based in, moved to, runs on, is hosted on.
 SYNONYMS = {"base": "live", "reside": "live", "locate": "live", "move": "live", "run": "live", "host": "live"}
@@ -78,8 +88,6 @@ IRREGULAR_PAST = frozenset(
     """born known done given taken written seen left sent wrote ran made met took found got gave put built told said bought paid began spent saw did went came
     brought kept held drew caught won sold flew drove ate drank chose spoke rang hung forgot""".split()
 )  # fmt: skip
-# A phrase that narrows where a value holds: another scope is another attribute.
-SCOPE_WORDS = frozenset("for during when whenever if unless except only".split())
 PREPOSITIONS = frozenset("in on at to for from by with after before of into onto over via as about up out off".split())
 PRONOUNS = frozenset("i you we they he she it who that".split())
 DETERMINERS = frozenset("the a an my our their his her its your this that these those".split())
@@ -143,6 +151,11 @@ class Statement:
     @property
     def change_verb(self) -> bool:
         return bool(self.relation_key & CHANGE_VERBS)
+
+    @property
+    def passive(self) -> bool:  # "is owned by": a copula, a verb, "by"
+        words = [_plain(w) for w in self.relation.split()]
+        return len(words) >= 3 and words[-1] == "by" and bool(set(words) & COPULAS) and bool(self.relation_key)
 
 
 @dataclass(frozen=True)
@@ -321,11 +334,27 @@ def _statement(
 
 def conflict(text_a: str, text_b: str, *, for_merge: bool = False) -> Conflict | None:
     """Do `text_a` (the older) and `text_b` (the newer) give one attribute two values? See the
-    module's docstring; None when they do not, or when nothing says so.
+    module's docstring; None when they do not, or when nothing says so; when the reading finds
+    nothing, a changed count of one thing still does (`quantities.change`), at `COUNT_CONFIDENCE`.
 
     `for_merge` asks whether the two could state different values at all, before a merge: events,
     lists and scopes are then no excuse (two events with other values are two events, not one)."""
+    found = _conflict(text_a, text_b, for_merge)
+    if found is not None:
+        return found
     a, b = read(text_a), read(text_b)
+    if (a.event or b.event) and not for_merge:
+        return None
+    counted = quantities.change(text_a, text_b, same_subject=bool(a.subject_key) and a.subject_key == b.subject_key)
+    if counted is None:
+        return None
+    confidence = COUNT_CONFIDENCE + (0.1 if b.changed and not a.changed else 0.0)
+    subject = f"I ({counted.attribute})" if quantities.read(text_b).first_person else counted.attribute
+    return Conflict(subject, counted.old, counted.new, confidence, f"a count differs: {counted.old} vs {counted.new}")
+
+
+def _conflict(text_a: str, text_b: str, for_merge: bool) -> Conflict | None:
+    a, b = _voiced(read(text_a), read(text_b))
     if (a.event or b.event) and not for_merge:
         return None
     if a.words == b.words and text_a != text_b:  # the same words in another order
@@ -397,6 +426,23 @@ def conflict(text_a: str, text_b: str, *, for_merge: bool = False) -> Conflict |
     if state:
         return Conflict(a.subject or b.subject, _state_shown(a), _state_shown(b), round(min(confidence, 0.99), 2), signal)
     return Conflict(_subject_shown(a, b), _value_shown(a, b), _value_shown(b, a), round(min(confidence, 0.99), 2), signal)
+
+
+def _voiced(a: Statement, b: Statement) -> tuple[Statement, Statement]:
+    """One side passive, the other active with the same verb ("... is owned by the data team." / "The
+    frontend team owns ..."): the active side read the passive way (its object the subject)."""
+    if a.passive == b.passive or a.relation_key != b.relation_key or a.event or b.event:
+        return a, b
+    passive, active = (a, b) if a.passive else (b, a)
+    if not (active.subject_key and active.value_key):
+        return a, b
+    # One owns many things, but a thing has one owner: read the passive way, the doer is single.
+    single = passive.multi_valued and passive.relation_key <= SINGLE_DOER
+    passive = replace(passive, multi_valued=passive.multi_valued and not single)
+    value = active.subject if _plain(active.subject.split()[0]) not in DETERMINERS else active.subject[:1].lower() + active.subject[1:]
+    turned = replace(active, subject=active.value[:1].upper() + active.value[1:], value=value, subject_key=active.value_key, value_key=active.subject_key,
+                     relation=passive.relation, multi_valued=passive.multi_valued)  # fmt: skip
+    return (passive, turned) if a.passive else (turned, passive)
 
 
 def _copular(statement: Statement) -> bool:
