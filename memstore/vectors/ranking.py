@@ -1,7 +1,7 @@
 """The exact ranking every search path ends with: candidates' cosines in float64, best first, ties by id.
 
 A path finds candidates its own way (the index's distances, a float32 product over vectors held in
-memory or mapped from a file, or over the rows read from SQL) and hands them here: `top` and
+memory or mapped from a file, or over the rows read from SQL: `coarse_cosines`) and hands them here: `top` and
 `top_of` keep every candidate whose float32 cosine reaches the k-th's, less `FLOAT32_SLACK`
 (`candidates`), and `exact_ranking` orders them on their vectors in float64, so every path gives the
 same answer. A vector holding a NaN or an infinity has no cosine: never a neighbour. Pure NumPy,
@@ -28,6 +28,18 @@ FLOAT32_SLACK = 1e-5
 TOP_BLOCK = 64
 
 
+def coarse_cosines(rows: np.ndarray, query_vector: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The float32 cosine of each row of `rows` (unit vectors, one per row) with the query, on the
+    calling thread. Not `rows @ query`: NumPy hands that to its BLAS, which (OpenBLAS) splits it over
+    a worker thread per core, and the worker then spins for tens of milliseconds after each product
+    (measured 41-65 ms of CPU per product, at 10,000 and 100,000 x 384): a recall a second took a
+    whole core of two from its own process and every other (recall beside 4 writers, docs/performance.md).
+    NumPy's own loop over contiguous rows takes one thread and about the time of a single BLAS thread."""
+    import numpy as np
+
+    return np.einsum("ij,j->i", rows, np.asarray(query_vector, dtype=np.float32), out=out)
+
+
 def exact_ranking(ids: Sequence[str], vectors: np.ndarray, query_vector: np.ndarray) -> list[tuple[str, float]]:
     """(id, cosine) best first, ties by id; cosines in float64, the same whichever way the
     candidates were found."""
@@ -43,11 +55,9 @@ def exact_ranking(ids: Sequence[str], vectors: np.ndarray, query_vector: np.ndar
 
 def top(ids: Sequence[str], vectors: np.ndarray, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
     """The top k of `ids` by cosine, ties by id (`vectors`: their rows): see `top_of`."""
-    import numpy as np
-
     if not len(ids):
         return []
-    return top_of(ids, vectors @ np.asarray(query_vector, dtype=np.float32), lambda chosen: vectors[chosen], query_vector, k)
+    return top_of(ids, coarse_cosines(vectors, query_vector), lambda chosen: vectors[chosen], query_vector, k)
 
 
 def top_of(ids: Sequence[str], coarse: np.ndarray, rows: Callable[[Any], np.ndarray], query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:

@@ -55,7 +55,7 @@ from sqlalchemy import Connection, Engine
 from ..db import WRITE_OPTION, read_transaction
 from ..files import open_in_folder, open_private_folder, remove_node, replace_in_folder
 from . import index as vector_index
-from .ranking import CANDIDATES_PER_RESULT, candidates, exact_ranking
+from .ranking import CANDIDATES_PER_RESULT, candidates, coarse_cosines, exact_ranking
 from .storage import EmbeddingModel, current_counters, live_vectors, model_of, newest_embedding, vectors_to_copy
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ class FileCopy:
             # An offset of SCAN_ROWS rows of 4-byte floats is a multiple of the page size.
             with mmap.mmap(rows, rows_here * size, offset=start * size, access=mmap.ACCESS_READ) as mapped:
                 block = np.frombuffer(mapped, dtype="<f4").reshape(rows_here, self.model.dim)
-                np.dot(block, query, out=out[start : start + rows_here])
+                coarse_cosines(block, query, out=out[start : start + rows_here])
                 del block  # the mapping closes only once nothing views it
         odd = np.flatnonzero(~np.isfinite(out))
         if len(odd) and not np.isfinite(self._rows(rows, odd)).all():
