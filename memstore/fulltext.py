@@ -283,9 +283,9 @@ HOLDING_WINDOW = 2_000
 
 # The newest HOLDING_WINDOW memories holding any of the words, grouped by namespace: the live ones
 # outside `asked`, most matches first, ties by name. On SQLite the full-text index gives its rowids
-# newest first and stops at the window; on PostgreSQL the GIN index finds the matches (OFFSET 0 keeps
+# newest first and stops at the window; on PostgreSQL the GIN index finds every match (OFFSET 0 keeps
 # the planner from walking the primary key newest first instead, reading every row's text) and the
-# newest are kept.
+# newest are kept: a heap visit per match, as its recall pays to rank every match.
 NAMESPACES_HOLDING_SQL = {
     "sqlite": (
         f"SELECT m.namespace, count(*) AS matches FROM (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :expression "
