@@ -116,6 +116,7 @@ def test_a_changed_value_of_one_attribute_is_flagged_and_says_so(older, newer, r
          "I've been sticking to my daily tidying routine for 4 weeks now", "I (sticking daily tidying routine): 3 weeks → 4 weeks"),
         ("1 tablespoon of coffee for every 6 ounces of water is the perfect ratio for me.", "1 tablespoon of coffee for every 5 ounces of water.",
          "tablespoon coffee water: 6 ounces → 5 ounces"),
+        ("I walk 10,000 steps a day.", "I walk 12,000 steps a day now.", "I (walk day): 10,000 steps → 12,000 steps"),  # a verb after "I", not a name
         ("The nightly backup keeps 7 daily snapshots of the orders database.", "The nightly backup now keeps 14 daily snapshots of the orders database.",
          "The nightly backup keeps: 7 daily snapshots of the orders database → 14 daily snapshots of the orders database"),
     ],

@@ -17,9 +17,11 @@ when
   for every 6 ounces of water is the perfect ratio for me." / "... every 5 ounces of water.");
 * the two say most of the same thing: at least half of the content words of the shorter one, and
   two of them besides the counted word, are in the other;
-* identifiers are the same ("Contact number 55", "PR #512", "level 100": a number after a noun
-  names its subject, it does not count it), and no word one side has alone sits in a scope that
-  narrows where a value holds ("... for enterprise customers"; "for me" is no scope).
+* no identifier differs ("Contact number 55" / "Contact number 46", "PR #512", "level 100": a
+  number after a noun names its subject, it does not count it; after a past form, a verb after a
+  pronoun or a preposition it is a value: "lost 5", "I walk 10,000 steps", "around 8:30"), and no
+  word one side has alone sits in a scope that narrows where a value holds ("... for enterprise
+  customers"; "for me" and "for every" are no scope).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ COUNT_WORDS = {**WORD_NUMBERS, "single": 1}
 SCOPE_WORDS = frozenset("for during when whenever if unless except only".split())
 SELF = frozenset("me us myself ourselves".split())
 FIRST_PERSON = frozenset("i my we our i've i'm i'd i'll we've we're".split())
+PRONOUNS = FIRST_PERSON | frozenset("you they he she you've they've".split())
 # Past forms without -ed: a number after one is a value ("lost 5 pounds"), not a name.
 PAST = frozenset("lost got won hit made ran spent took paid gave saw did bought sold set put kept read".split())
 # Words that name what follows them: "Contact number 55", "ID 7" (so does any noun: "dependency 343").
@@ -110,7 +113,8 @@ def read(text: str) -> Reading:
             continue
         # A number: digits or a written one. After a name it names its subject ("Contact 55").
         before = lowered[i - 1] if i > 0 and tokens[i - 1][0] == "word" else ""
-        if kind == "number" and before and (before in NAMING or (before not in _SKIP and before not in COUNT_WORDS and not _acted(before))):
+        after_pronoun = i > 1 and lowered[i - 2] in PRONOUNS  # "I walk 10,000 steps": a verb
+        if kind == "number" and before and (before in NAMING or (before not in _SKIP and before not in COUNT_WORDS and not _acted(before) and not after_pronoun)):
             identifiers.add(f"{before} {_value(token)}")
             continue
         if kind == "word" and low in ("one", "single") and before not in ("a", "an", "the", "") and before not in FUNCTION_WORDS:
