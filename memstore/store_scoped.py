@@ -92,6 +92,11 @@ class ScopedStore:
     def search_archive(self, query: str, k: int = RECALL_K, namespace: str | None = None) -> list[dict[str, Any]]:
         return self._store.search_archive(query, k, self.within(namespace))
 
+    def namespace_known(self, namespace: str | None) -> dict[str, Any]:
+        """`MemoryStore.namespace_known` in view: whether it holds anything; a kept view names no other."""
+        known = self._store.namespace_known(self.within(namespace) or DEFAULT_NAMESPACE)
+        return known if self.namespace is None else dict(known, nearest=[], namespaces=[])
+
     def namespaces_matching(self, query: str, besides: str, *, limit: int) -> dict[str, int]:
         """The other namespaces holding a word of `query` (memstore.fulltext): a kept view names none."""
         return {} if self.namespace is not None else self._store.namespaces_matching(query, besides, limit=limit)

@@ -28,6 +28,11 @@ def client(store, **options) -> TestClient:
     return TestClient(create_app(store, token="t0ken", **options), base_url="http://127.0.0.1")
 
 
+def notices(html: str) -> list[str]:
+    """The page's notices as a person reads them (tags dropped, spaces joined)."""
+    return [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", notice)) for notice in re.findall(r'<p class="notice">(.*?)</p>', html, re.S)]
+
+
 @pytest.fixture
 def spread(store):
     """BIG namespaces big0 (largest) .. big11 of plain facts; "zeppelin" held twice in big5, once
@@ -61,11 +66,20 @@ def test_the_search_page_hints_at_a_small_namespace_behind_many_larger_ones(spre
         html = opened.get("/memories", params={"q": "zeppelin", "namespace": "big0"}).text
     with client(spread, namespace="big0") as opened:
         kept = opened.get("/memories", params={"q": "zeppelin"}).text
-    hint = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", re.search(r'<p class="notice">Nothing in.*?</p>', html, re.S).group(0)))
-    assert hint.startswith("Nothing in big0, but 2 in big5, 1 in big7, 1 in tiny")
+    assert notices(html) == ["Nothing in big0, but 2 in big5, 1 in big7, 1 in tiny (or search every namespace)."]
     assert 'href="/memories?q=zeppelin&amp;namespace=tiny"' in html
     assert "Nothing found." in kept
     assert not re.search(r"big5|big7|tiny", kept)  # a page kept to one namespace names no other
+
+
+def test_a_namespace_is_missing_only_when_it_holds_nothing_live_or_archived(spread):
+    spread.add("Boxes of old letters.", id="attic1", namespace="attic")
+    spread.forget(["attic1"])
+    with client(spread) as opened:
+        archived_only = opened.get("/memories", params={"q": "zeppelin", "namespace": "attic"}).text
+        mistyped = opened.get("/memories", params={"q": "zeppelin", "namespace": "tiyn"}).text
+    assert notices(archived_only) == ["Nothing in attic, but 2 in big5, 1 in big7, 1 in tiny (or search every namespace)."]
+    assert notices(mistyped)[0] == "There is no namespace tiyn: did you mean tiny?"
 
 
 def test_the_staleness_chart_is_the_reports_and_counts_what_the_rule_gives(store):

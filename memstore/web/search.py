@@ -12,7 +12,6 @@ namespaces. These extra reads run only on an empty answer.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +32,7 @@ HINT_NAMES = 3
 class Answer:
     rows: list[dict[str, Any]]  # best first, each with `relevance` (0 to 1) and `rank`
     elsewhere: dict[str, int] = field(default_factory=dict)  # namespace -> matches, when the one asked found none
-    missing: bool = False  # the namespace asked for holds no memory at all
+    missing: bool = False  # the namespace asked for holds nothing: no memory, live or archived, no flag
     nearest: list[str] = field(default_factory=list)  # names close to a missing one
 
 
@@ -60,10 +59,11 @@ def search(store: ScopedStore, query: str, namespace: str | None, names: list[st
         row["rank"] = rank
     answer = Answer(rows)
     if not rows and namespace is not None and not archived:
-        # A namespace's own index range says whether it holds anything (never a scan of the store).
-        answer.missing = namespace not in names and store.count(namespace) == 0
-        if answer.missing:
-            answer.nearest = difflib.get_close_matches(namespace, names or store.namespaces(), n=3, cutoff=0.6)
+        if namespace not in names:
+            # Whether it holds anything (a live or archived memory, a flag) is an EXISTS each, not a
+            # count of its rows; the nearest names are read only when it holds nothing.
+            known = store.namespace_known(namespace)
+            answer.missing, answer.nearest = not known["exists"], known["nearest"]
         if as_of is None:
             # One bounded full-text read over the newest memories holding the words: the others that hold matches.
             answer.elsewhere = store.namespaces_matching(query, namespace, limit=HINT_NAMES)

@@ -26,8 +26,8 @@ same run and interleaved with it (the order turning each round):
 * ``/memories?q=Q&namespace=NS`` (``--web-runs`` queries, default 50, the first of the bench's Zipf
   mix, whose common words find something in a namespace of 1,000, each in a namespace drawn at random) against ``store.recall(Q, 20, NS, touch=False)``, what the page
   calls to answer it. Target: p50 <= 2 x recall's p50 (at 100,000 and 1,000,000). Many of these
-  queries find nothing in their namespace (how many is reported): the page then also counts the
-  namespace and reads which others hold the words (``namespaces_matching``, its hint), both inside
+  queries find nothing in their namespace (how many is reported): the page then also checks that the
+  namespace exists (``namespace_known``, an EXISTS) and reads which others hold the words (``namespaces_matching``, its hint), both inside
   the page's time and not in the baseline; the hint's read is also timed apart, for reference, as
   are the namespaces its form suggests (``store.scoped(None).suggested_namespaces``).
 
