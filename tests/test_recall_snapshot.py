@@ -97,3 +97,37 @@ def test_memstore_recall_prints_its_answer_before_it_counts_it(tmp_path):
     assert recall.wait(timeout=120) == 0, recall.stderr.read()
     with MemoryStore(str(db)) as store:
         assert store.get("m1")["recall_count"] == 1
+
+
+# Run in a process of its own: the threads it has are NumPy's and nothing else's.
+SEARCHING_ALONE = """
+import os, sys
+import numpy as np
+from memstore.vectors.ranking import coarse_cosines, top
+
+def switches():  # times each thread but this one has been put on a CPU so far
+    me = str(os.getpid())  # the main thread's id is the process's
+    return {task: int(open(f"/proc/self/task/{task}/schedstat").read().split()[2])
+            for task in os.listdir("/proc/self/task") if task != me}
+
+rng = np.random.default_rng(0)
+rows = rng.standard_normal((20_000, 384)).astype(np.float32)
+rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+ids = [f"m{i:05d}" for i in range(len(rows))]
+before = switches()
+for query in rows[:20]:
+    assert top(ids, rows, query, 5)[0][0] == ids[int(np.argmax(coarse_cosines(rows, query)))]
+after = switches()
+print(len(before), sum(after.get(task, 0) - count for task, count in before.items()))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads each thread's schedule from Linux's /proc")
+def test_a_vector_search_runs_on_the_searching_thread_alone():
+    # NumPy's `rows @ query` went to its BLAS, which (OpenBLAS) woke a worker thread per core for
+    # it; the worker then spun tens of milliseconds of CPU after each product, so a recall a
+    # second kept a core of two busy beside its own (recall beside writers, issue 43).
+    threads, woken = map(int, subprocess.run([sys.executable, "-c", SEARCHING_ALONE], capture_output=True, text=True, check=True).stdout.split())
+    if threads == 0:
+        pytest.skip("this NumPy starts no thread of its own")
+    assert woken == 0, f"NumPy's {threads} other thread(s) were put on a CPU {woken} times during 20 searches"

@@ -9,10 +9,17 @@ transaction. Reported: p50 and p99 of the answer's latency, idle and beside the 
 target on SQLite: p99 beside the writers <= 2 x idle. A recall reads one snapshot and takes no write
 lock; its count is written after (at the store's next use of its engine, or its close): the run
 checks that every recall was counted once the store closed.
+
+A control, in the same run and for reference: the same recalls beside as many processes that only
+burn CPU and never open the store. Where its p99 is the writers' or worse, what stretches the
+writers' tail is the CPU the recall waits for, not the store. Logged too: the cores the writers and
+the burners used while the recalls were timed, and the recall process's CPU per recall in each case
+(all its threads: a library thread spinning beside the recall shows there).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -37,22 +44,63 @@ with MemoryStore(path) as store:
         store.add(f"writer {name} noted fact number {n} about the build queue", namespace="writers")
 """
 
+# A burner: spins on the CPU until the same deadline file appears; never opens the store.
+BURNER = """
+import sys, pathlib, itertools
+stop = pathlib.Path(sys.argv[3])
+for n in itertools.count():
+    if n % 100_000 == 0 and stop.exists():
+        print(0)
+        break
+"""
+
 
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def timed_recalls(store: MemoryStore, queries: list[str], mode: str, counted: list[int]) -> list[float]:
+def timed_recalls(store: MemoryStore, queries: list[str], mode: str, counted: list[int], cpu: list[float]) -> list[float]:
     """Each query recalled (and counted: touch=True) in `mode`; the latencies. `counted` gets the
-    number of memories each answer returned."""
+    number of memories each answer returned, `cpu` the process's CPU time (every thread) of each."""
     latencies = []
     for query in queries:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         answer = store.recall(query, 5, "ns0", mode=mode)
         latencies.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
         counted.append(len(answer))
     return latencies
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time a child process has used so far (Linux's /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def beside(store: MemoryStore, path: Path, work: Path, queries: list[str], count: int, program: str, counted: list[int]) -> dict:
+    """The recalls, both modes, while `count` processes run `program` (WRITER or BURNER): their
+    latencies, the recall process's CPU per recall, the cores the processes used meanwhile and what
+    they printed (the writers: memories added)."""
+    stop = work / "beside.stop"
+    stop.unlink(missing_ok=True)
+    children = [subprocess.Popen([sys.executable, "-c", program, str(path), str(n), str(stop)], cwd=work,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for n in range(count)]  # fmt: skip
+    try:
+        time.sleep(1.0)  # the processes running at full speed before anything is timed
+        used, started = sum(cpu_seconds(child.pid) for child in children), time.perf_counter()
+        cpu: dict[str, list[float]] = {mode: [] for mode in ("hybrid", "lexical")}
+        latencies = {mode: timed_recalls(store, queries, mode, counted, cpu[mode]) for mode in cpu}
+        cores = (sum(cpu_seconds(child.pid) for child in children) - used) / (time.perf_counter() - started)
+    finally:
+        stop.touch()
+        printed = [int(child.communicate(timeout=120)[0].strip() or 0) for child in children]
+    return {"latencies": latencies, "cpu": cpu, "cores": cores, "printed": printed}
 
 
 def bench_beside_writers(args, work: Path, queries: list[str]) -> dict:
@@ -68,18 +116,11 @@ def bench_beside_writers(args, work: Path, queries: list[str]) -> dict:
         for _ in range(2):  # the query model loaded, lean and then optimized (see Embeddings.query_vector)
             store.recall(queries[0], 5, "ns0", touch=False)
         counted: list[int] = []
-        idle = {mode: timed_recalls(store, queries, mode, counted) for mode in ("hybrid", "lexical")}
-        stop = work / "writers.stop"
-        stop.unlink(missing_ok=True)
-        writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(n), str(stop)], cwd=work,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                   for n in range(args.writers)]  # fmt: skip
-        try:
-            time.sleep(1.0)  # the writers running at full speed before anything is timed
-            busy = {mode: timed_recalls(store, queries, mode, counted) for mode in ("hybrid", "lexical")}
-        finally:
-            stop.touch()
-            added = [int(writer.communicate(timeout=120)[0].strip() or 0) for writer in writers]
+        idle_cpu: dict[str, list[float]] = {mode: [] for mode in ("hybrid", "lexical")}
+        idle = {mode: timed_recalls(store, queries, mode, counted, idle_cpu[mode]) for mode in idle_cpu}
+        writers = beside(store, path, work, queries, args.writers, WRITER, counted)
+        burners = beside(store, path, work, queries, args.writers, BURNER, counted)
+        busy, control, added = writers["latencies"], burners["latencies"], writers["printed"]
     with MemoryStore(str(path)) as store:
         recalled = sum(row["recall_count"] for row in store.iter_rows("ns0"))
     expected = sum(r.get("recall_count", 0) for r in records) + sum(counted)
@@ -87,10 +128,17 @@ def bench_beside_writers(args, work: Path, queries: list[str]) -> dict:
         out["modes"][mode] = {
             "idle_p50": statistics.median(idle[mode]), "idle_p99": percentile(idle[mode], 0.99),
             "busy_p50": statistics.median(busy[mode]), "busy_p99": percentile(busy[mode], 0.99),
+            "burners_p50": statistics.median(control[mode]), "burners_p99": percentile(control[mode], 0.99),
+            "cpu_per_recall": {"idle": statistics.mean(idle_cpu[mode]), "writers": statistics.mean(writers["cpu"][mode]),
+                               "burners": statistics.mean(burners["cpu"][mode])},
         }  # fmt: skip
         figures = out["modes"][mode]
         log(f"  beside {args.writers} writers, {mode}: p50 {figures['busy_p50'] * 1e3:.1f} ms (idle {figures['idle_p50'] * 1e3:.1f}), "
-            f"p99 {figures['busy_p99'] * 1e3:.1f} ms (idle {figures['idle_p99'] * 1e3:.1f})")  # fmt: skip
+            f"p99 {figures['busy_p99'] * 1e3:.1f} ms (idle {figures['idle_p99'] * 1e3:.1f}); beside {args.writers} CPU burners: "
+            f"p50 {figures['burners_p50'] * 1e3:.1f} ms, p99 {figures['burners_p99'] * 1e3:.1f} ms")  # fmt: skip
+        log("    the recall process's CPU per recall: " + ", ".join(f"{case} {seconds * 1e3:.1f} ms" for case, seconds in figures["cpu_per_recall"].items()))
+    out["writers_cores"], out["burners_cores"] = writers["cores"], burners["cores"]
+    log(f"  cores used while timed: the writers {writers['cores']:.2f}, the burners {burners['cores']:.2f} (of {os.cpu_count()})")
     out["added_by_writers"] = sum(added)
     out["every_recall_counted"] = recalled == expected
     log(f"  the writers added {sum(added):,} memories meanwhile; every recall counted: {out['every_recall_counted']}")
@@ -108,5 +156,9 @@ def beside_writers_rows(figures: dict) -> list[dict]:
         rows.append(dict(scenario=f"  recall p50 beside the writers vs idle ({mode})", size=figures["size"], memstore=timed["busy_p50"],
                          baseline=timed["idle_p50"], ratio=timed["busy_p50"] / timed["idle_p50"], ratio_def="(busy/idle)",
                          target="(for reference)", met=None))  # fmt: skip
+        if "burners_p99" in timed:  # the control: as many processes burning CPU, none touching the store
+            rows.append(dict(scenario=f"  recall p99 beside {figures['writers']} CPU burners vs idle ({mode})", size=figures["size"],
+                             memstore=timed["burners_p99"], baseline=timed["idle_p99"], ratio=timed["burners_p99"] / timed["idle_p99"],
+                             ratio_def="(busy/idle)", target="(for reference)", met=None))  # fmt: skip
     return rows
 
