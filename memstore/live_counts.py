@@ -20,14 +20,17 @@ class LiveCount:
     pinned: int = 0
 
 
-def live_counts(conn: Connection, namespace: str | None, *, incremental: bool) -> dict[str, LiveCount]:
+def live_counts(conn: Connection, namespace: str | None, *, incremental: bool, audit: bool = True) -> dict[str, LiveCount]:
     """Live memories per namespace, unpinned and pinned ("unpinned" is the stages' own SQL
     predicate, `pinned = 0`, so a value a shell edit stored, 2 or '', is classed as they class it).
 
     An incremental run reads them from `memory_live_counts` (kept by triggers) instead of counting
     the live set; a full run, or a store whose counts cannot be trusted, counts in one pass.
+    `audit=False` (a page that only shows them) reads the kept counts as they are, without the
+    audit's count of every memory: a shell's `INSERT OR REPLACE` may leave them high until a run
+    or `check` recounts.
     """
-    rows = _counts_kept_by_triggers(conn) if incremental else None
+    rows = _counts_kept_by_triggers(conn, audit=audit) if incremental else None
     if rows is None:
         rows = _count_live_rows(conn, namespace)
     counts: dict[str, LiveCount] = {}
@@ -63,16 +66,23 @@ _LIVE_COUNTS_AUDIT = text(
     f"SELECT (SELECT count(*) FROM memories), (SELECT coalesce(sum(unpinned + pinned), 0) FROM {LIVE_COUNTS_TABLE}), "
     "(SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN :triggers)"
 ).bindparams(bindparam("triggers", value=list(LIVE_COUNTS_TRIGGERS), expanding=True))
+_LIVE_COUNTS_TRIGGERS_READ = text("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN :triggers").bindparams(
+    bindparam("triggers", value=list(LIVE_COUNTS_TRIGGERS), expanding=True)
+)
 _LIVE_COUNTS_READ = text(f"SELECT namespace, unpinned, pinned FROM {LIVE_COUNTS_TABLE}")
 
 
-def _counts_kept_by_triggers(conn: Connection) -> list[tuple[str, int, int]] | None:
+def _counts_kept_by_triggers(conn: Connection, *, audit: bool = True) -> list[tuple[str, int, int]] | None:
     """The trigger-kept counts (SQLite), recounted first if they drifted; None without their triggers.
 
     The triggers see every insert, delete and namespace/pinned update, except one SQLite rule: the
     rows `INSERT OR REPLACE` (or `UPDATE OR REPLACE`) deletes to make room fire no DELETE trigger.
     Such a silent delete only ever leaves the counts above count(*), so equal totals mean exact counts.
     """
+    if not audit:
+        if conn.execute(_LIVE_COUNTS_TRIGGERS_READ).scalar_one() != len(LIVE_COUNTS_TRIGGERS):
+            return None
+        return [tuple(row) for row in conn.execute(_LIVE_COUNTS_READ)]
     live_rows, counted, triggers = conn.execute(_LIVE_COUNTS_AUDIT).one()
     if triggers != len(LIVE_COUNTS_TRIGGERS):
         return None

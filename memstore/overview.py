@@ -56,10 +56,12 @@ class Overview:
 def namespace_rows(conn: Connection, namespace: str | None, *, limit: int | None) -> tuple[list[NamespaceRow], NamespaceRow, int]:
     """Live and pinned memories and open flags per namespace (one, or every one), the largest
     first (ties by name), at most `limit`; their totals (as a row named ""); and how many
-    namespaces there are. Live counts are SQLite's trigger-kept ones (one pass over PostgreSQL's
-    rank index); flags are few."""
+    namespaces there are. Live counts are SQLite's trigger-kept ones, read as they are (the audit
+    that counts every memory is a run's: `live_counts`); on PostgreSQL one pass over the rank index;
+    flags are few."""
     rows: dict[str, NamespaceRow] = {}
-    for name, count in live_counts(conn, namespace, incremental=conn.dialect.name == "sqlite").items():
+    sqlite = conn.dialect.name == "sqlite"
+    for name, count in live_counts(conn, namespace, incremental=sqlite, audit=False).items():
         rows[name] = NamespaceRow(name, count.unpinned + count.pinned, count.pinned)
     flags = select(contradiction_flags.c.namespace, func.count()).where(contradiction_flags.c.status == "open").group_by(contradiction_flags.c.namespace)
     if namespace is not None:
