@@ -13,8 +13,10 @@ checks that every recall was counted once the store closed.
 A control, in the same run and for reference: the same recalls beside as many processes that only
 burn CPU and never open the store. Where its p99 is the writers' or worse, what stretches the
 writers' tail is the CPU the recall waits for, not the store. Logged too: the cores the writers and
-the burners used while the recalls were timed, and the recall process's CPU per recall in each case
-(all its threads: a library thread spinning beside the recall shows there).
+the burners used while the recalls were timed, the recall process's CPU per recall in each case
+(all its threads: a library thread spinning beside the recall shows there), and on Linux what the
+slowest 1% of recalls spent their time on: the recalling thread's CPU, its wait in the run queue
+for a core (/proc's schedstat), and the rest, asleep (a lock, the busy handler, a read from disk).
 """
 
 from __future__ import annotations
@@ -60,17 +62,37 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def timed_recalls(store: MemoryStore, queries: list[str], mode: str, counted: list[int], cpu: list[float]) -> list[float]:
+SCHEDSTAT = Path("/proc/thread-self/schedstat")
+
+
+def waited_for_a_core() -> float:
+    """Seconds this thread has waited in the run queue so far (0 without Linux's schedstat)."""
+    try:
+        return int(SCHEDSTAT.read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def timed_recalls(store: MemoryStore, queries: list[str], mode: str, counted: list[int], cpu: list[float], spent: list[tuple]) -> list[float]:
     """Each query recalled (and counted: touch=True) in `mode`; the latencies. `counted` gets the
-    number of memories each answer returned, `cpu` the process's CPU time (every thread) of each."""
+    number of memories each answer returned, `cpu` the process's CPU time (every thread) of each,
+    `spent` (latency, this thread's CPU, its wait for a core) of each."""
     latencies = []
     for query in queries:
-        t, c = time.perf_counter(), time.process_time()
+        t, c, own, queued = time.perf_counter(), time.process_time(), time.thread_time(), waited_for_a_core()
         answer = store.recall(query, 5, "ns0", mode=mode)
         latencies.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
+        spent.append((latencies[-1], time.thread_time() - own, waited_for_a_core() - queued))
         counted.append(len(answer))
     return latencies
+
+
+def slowest_share(spent: list[tuple]) -> dict:
+    """The slowest 1% of recalls (at least 2), on average: latency, CPU, wait for a core, the rest."""
+    slowest = sorted(spent)[-max(2, len(spent) // 100) :]
+    wall, own, queued = (statistics.mean(each[i] for each in slowest) for i in range(3))
+    return {"latency": wall, "cpu": own, "run_queue": queued, "rest": wall - own - queued}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -95,12 +117,13 @@ def beside(store: MemoryStore, path: Path, work: Path, queries: list[str], count
         time.sleep(1.0)  # the processes running at full speed before anything is timed
         used, started = sum(cpu_seconds(child.pid) for child in children), time.perf_counter()
         cpu: dict[str, list[float]] = {mode: [] for mode in ("hybrid", "lexical")}
-        latencies = {mode: timed_recalls(store, queries, mode, counted, cpu[mode]) for mode in cpu}
+        spent: dict[str, list[tuple]] = {mode: [] for mode in cpu}
+        latencies = {mode: timed_recalls(store, queries, mode, counted, cpu[mode], spent[mode]) for mode in cpu}
         cores = (sum(cpu_seconds(child.pid) for child in children) - used) / (time.perf_counter() - started)
     finally:
         stop.touch()
         printed = [int(child.communicate(timeout=120)[0].strip() or 0) for child in children]
-    return {"latencies": latencies, "cpu": cpu, "cores": cores, "printed": printed}
+    return {"latencies": latencies, "cpu": cpu, "spent": spent, "cores": cores, "printed": printed}
 
 
 def bench_beside_writers(args, work: Path, queries: list[str]) -> dict:
@@ -117,7 +140,8 @@ def bench_beside_writers(args, work: Path, queries: list[str]) -> dict:
             store.recall(queries[0], 5, "ns0", touch=False)
         counted: list[int] = []
         idle_cpu: dict[str, list[float]] = {mode: [] for mode in ("hybrid", "lexical")}
-        idle = {mode: timed_recalls(store, queries, mode, counted, idle_cpu[mode]) for mode in idle_cpu}
+        idle_spent: dict[str, list[tuple]] = {mode: [] for mode in idle_cpu}
+        idle = {mode: timed_recalls(store, queries, mode, counted, idle_cpu[mode], idle_spent[mode]) for mode in idle_cpu}
         writers = beside(store, path, work, queries, args.writers, WRITER, counted)
         burners = beside(store, path, work, queries, args.writers, BURNER, counted)
         busy, control, added = writers["latencies"], burners["latencies"], writers["printed"]
@@ -137,6 +161,11 @@ def bench_beside_writers(args, work: Path, queries: list[str]) -> dict:
             f"p99 {figures['busy_p99'] * 1e3:.1f} ms (idle {figures['idle_p99'] * 1e3:.1f}); beside {args.writers} CPU burners: "
             f"p50 {figures['burners_p50'] * 1e3:.1f} ms, p99 {figures['burners_p99'] * 1e3:.1f} ms")  # fmt: skip
         log("    the recall process's CPU per recall: " + ", ".join(f"{case} {seconds * 1e3:.1f} ms" for case, seconds in figures["cpu_per_recall"].items()))
+        figures["slowest_1pct"] = {"idle": slowest_share(idle_spent[mode]), "writers": slowest_share(writers["spent"][mode]),
+                                   "burners": slowest_share(burners["spent"][mode])}  # fmt: skip
+        for case, share in figures["slowest_1pct"].items():
+            log(f"    slowest 1%, {case}: {share['latency'] * 1e3:.1f} ms = CPU {share['cpu'] * 1e3:.1f} + waiting for a core "
+                f"{share['run_queue'] * 1e3:.1f} + the rest (asleep) {share['rest'] * 1e3:.1f}")  # fmt: skip
     out["writers_cores"], out["burners_cores"] = writers["cores"], burners["cores"]
     log(f"  cores used while timed: the writers {writers['cores']:.2f}, the burners {burners['cores']:.2f} (of {os.cpu_count()})")
     out["added_by_writers"] = sum(added)
