@@ -125,8 +125,8 @@ print(len(before), sum(after.get(task, 0) - count for task, count in before.item
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads each thread's schedule from Linux's /proc")
 def test_a_vector_search_runs_on_the_searching_thread_alone():
     # NumPy's `rows @ query` went to its BLAS, which (OpenBLAS) woke a worker thread per core for
-    # it; the worker then spun tens of milliseconds of CPU after each product, so a recall a
-    # second kept a core of two busy beside its own (recall beside writers, issue 43).
+    # it; the worker then spun tens of milliseconds of CPU after each product, so recalls back to
+    # back kept a second core of two busy (recall beside writers, issue 43).
     threads, woken = map(int, subprocess.run([sys.executable, "-c", SEARCHING_ALONE], capture_output=True, text=True, check=True).stdout.split())
     if threads == 0:
         pytest.skip("this NumPy starts no thread of its own")

@@ -32,8 +32,9 @@ def coarse_cosines(rows: np.ndarray, query_vector: np.ndarray, out: np.ndarray |
     """The float32 cosine of each row of `rows` (unit vectors, one per row) with the query, on the
     calling thread. Not `rows @ query`: NumPy hands that to its BLAS, which (OpenBLAS) splits it over
     a worker thread per core, and the worker then spins for tens of milliseconds after each product
-    (measured 41-65 ms of CPU per product, at 10,000 and 100,000 x 384): a recall a second took a
-    whole core of two from its own process and every other (recall beside 4 writers, docs/performance.md).
+    (measured 41-65 ms of CPU per product, at 10,000 and 100,000 x 384): a hybrid recall cost twice
+    its CPU, and recalls back to back kept a second core of two busy, taken from every other process
+    (recall beside 4 writers, docs/performance.md).
     NumPy's own loop over contiguous rows takes one thread and about the time of a single BLAS thread."""
     import numpy as np
 
