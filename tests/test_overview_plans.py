@@ -134,3 +134,13 @@ def test_0015_indexes_each_namespaces_lifetimes_and_goes_down_and_up_on_each_bac
             assert store.overview(chosen="default").detail.expiring_week == 1
     finally:
         engine.dispose()
+
+
+def test_a_mistyped_namespace_lists_every_namespace_of_memories_and_the_archive_on_each_backend(store):
+    # The loose index scan is one recursive statement on both backends; names sort by code point.
+    store.add_many([{"id": f"m{n}", "text": f"Fact {n}.", "namespace": name} for n, name in enumerate(("b", "B", "a-2", "a", "ä"))])
+    store.forget(["m0"])  # "b" is held by the archive alone
+
+    known = store.namespace_known("c")
+
+    assert known["exists"] is False and known["namespaces"] == ["B", "a", "a-2", "b", "ä"]
