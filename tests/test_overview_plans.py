@@ -8,7 +8,7 @@ ANALYZE, so a small store shows the plan a big one gets.
 
 from __future__ import annotations
 
-from sqlalchemy import event, inspect, text
+from sqlalchemy import inspect, text
 
 from memstore import MemoryStore
 from memstore.db import make_engine
@@ -16,6 +16,7 @@ from memstore.defaults import DAY_MS
 from memstore.records import now_ms
 
 from . import test_migrations as migrations
+from . import test_plans as plan_tests
 from .sqlitelib import sqlite3
 
 # The tables whose size is the store's: a statement may seek in them, never walk one whole.
@@ -37,17 +38,8 @@ def _fill(store: MemoryStore) -> None:
 
 
 def _statements(store: MemoryStore, job) -> list[tuple[str, tuple]]:
-    seen: list[tuple[str, tuple]] = []
-
-    def keep(conn, cursor, statement, parameters, context, executemany):  # noqa: ARG001
-        seen.append((" ".join(statement.split()), tuple(parameters[0] if executemany else parameters)))
-
-    event.listen(store.engine, "before_cursor_execute", keep)
-    try:
-        job()
-    finally:
-        event.remove(store.engine, "before_cursor_execute", keep)
-    return seen
+    """test_plans' statements of `job()`, each on one line."""
+    return [(" ".join(statement.split()), parameters) for statement, parameters in plan_tests._statements(store, job)]
 
 
 def _plans(db_path, statements: list[tuple[str, tuple]]) -> dict[str, list[str]]:
