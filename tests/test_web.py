@@ -74,15 +74,20 @@ def start(store_url: str, tmp_path: Path, *args: str, home: Path | None = None) 
     process = subprocess.Popen([MEMSTORE, "--db", str(store_url), "web", "--listen", f"127.0.0.1:{port}", *args],
                                stdout=subprocess.PIPE, stderr=log, text=True, env=env)  # fmt: skip
     first_line = process.stdout.readline().strip()
+    wait_listening(process, "127.0.0.1", port, tmp_path / f"web-{port}.log")
+    return Server(first_line, process, port)
+
+
+def wait_listening(process: subprocess.Popen, host: str, port: int, log: Path) -> None:
+    """Until `process` takes connections on host:port (it prints its address before it listens)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        assert process.poll() is None, (tmp_path / f"web-{port}.log").read_text()
+        assert process.poll() is None, log.read_text()
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
+            with socket.create_connection((host, port), timeout=1):
+                return
         except OSError:
             time.sleep(0.1)
-    return Server(first_line, process, port)
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from memstore import MemoryStore
 from memstore.web.guard import csrf_value
 
 from .test_semantic_store import FACTS
-from .test_web import MEMSTORE, Server, browser, free_port, start  # noqa: F401 (browser is a fixture)
+from .test_web import MEMSTORE, Server, browser, free_port, start, wait_listening  # noqa: F401 (browser is a fixture)
 
 VAULT = "b secret the vault code is 9931"
 
@@ -225,6 +225,7 @@ def test_a_page_on_a_loopback_address_of_its_own_keeps_its_cookie_from_services_
     try:
         address = process.stdout.readline().strip()
         assert address.startswith(f"http://127.0.0.2:{port}/?token=")
+        wait_listening(process, "127.0.0.2", port, tmp_path / "web-own-address.log")
         context = browser.new_context()
         page = context.new_page()
         page.goto(address)
