@@ -110,11 +110,12 @@ def test_the_wheel_built_from_the_sdist_holds_what_the_tree_builds(builds, tmp_p
 def new_venv(wheel: Path, where: Path, extra: str | None = None) -> Path:
     """A fresh venv with the wheel installed (not editable), with one extra or none; its bin directory."""
     venv = where / f"venv-{extra or 'bare'}"
-    # The test run's own pip installs into the venv (`--python`), as the venv's pip would; the venv
-    # gets no pip of its own and pip compiles no bytecode ahead: Python compiles what is imported.
+    # The test run's own pip installs into the venv (`--python`), as the venv's pip would: the venv
+    # gets no pip of its own. (Bytecode is compiled as pip installs: PYTHONDONTWRITEBYTECODE may be
+    # set, and then each process would compile every module it imports again.)
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=where)
     target = f"{wheel}[{extra}]" if extra else str(wheel)
-    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet", "--disable-pip-version-check"]
     run([*pip, target], cwd=where)
     return venv / "bin"
 
