@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Select, Table, and_, exists, func, not_, or_, select, union_all
+from sqlalchemy import Connection, Select, Table, and_, exists, func, not_, or_, select, text, union_all
 
 from .defaults import DAY_MS
 
@@ -254,8 +254,6 @@ def namespace_known(conn: Connection, namespace: str, now: int) -> dict[str, Any
 def _namespaces_of(conn: Connection, table: Table) -> list[str]:
     """Every namespace `table` (memories or the archive) holds, one seek of its namespace-first
     index per namespace (a loose index scan), not a read of every row as DISTINCT is."""
-    from sqlalchemy import text
-
     name = table.name  # one of the schema's own tables, never a caller's string
     return list(conn.execute(text(
         f"WITH RECURSIVE held(namespace) AS (SELECT min(namespace) FROM {name} UNION ALL "
